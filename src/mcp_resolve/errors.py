@@ -1,0 +1,86 @@
+"""Exceptions an author raises or meets, and the JSON-RPC error codes we answer with.
+
+Two families live here. `ToolError` and `InvalidSignature` are for authors:
+the first becomes a tool error result the model can read, the second stops a
+bad server at registration. `MCPError` is the protocol's: raising it anywhere
+below a request handler answers that request with a JSON-RPC error and nothing
+else about the connection changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
+
+__all__ = [
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "INVALID_STATE_MESSAGE",
+    "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CLIENT_CAPABILITY",
+    "PARSE_ERROR",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "InvalidRequestState",
+    "InvalidSignature",
+    "MCPError",
+    "ToolError",
+]
+
+INVALID_STATE_MESSAGE = "Invalid or expired requestState"
+"""The one answer to every requestState failure: the reason goes to the log only."""
+
+
+class ToolError(Exception):
+    """Raised by a tool body or a resolver: the call ends with a tool error result.
+
+    The message is shown to the model as `Error executing tool NAME: MESSAGE`,
+    so write it for a reader who can act on it.
+    """
+
+
+class InvalidSignature(Exception):
+    """A tool, prompt, resource or resolver signature the framework cannot honour.
+
+    Raised at registration, never mid-call, so a bad server fails before any
+    client connects.
+    """
+
+
+class InvalidRequestState(Exception):
+    """A requestState token failed to unseal or verify.
+
+    The message is for the server log; clients only ever see
+    `INVALID_STATE_MESSAGE`.
+    """
+
+
+class MCPError(Exception):
+    """A JSON-RPC error answer: raise it from a handler to fail that request."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    @classmethod
+    def invalid_state(cls) -> MCPError:
+        return cls(INVALID_PARAMS, INVALID_STATE_MESSAGE)
