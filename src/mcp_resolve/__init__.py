@@ -1,0 +1,37 @@
+"""mcp-resolve: MCP servers and clients whose tool parameters are filled by your code, not the model.
+
+`Annotated[T, Resolve(fn)]` on a tool parameter runs `fn` before the tool
+body; a resolver may ask the person (`Elicit`), the client's LLM (`Sample`)
+or its roots (`ListRoots`), on whichever protocol era the client speaks.
+"""
+
+from .client import Client
+from .context import Context
+from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
+from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
+from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
+from .resolve import Elicit, ListRoots, Resolve, Sample
+from .sealing import RequestStateSecurity
+from .server import MCPServer
+
+__all__ = [
+    "AcceptedElicitation",
+    "CancelledElicitation",
+    "Client",
+    "Context",
+    "DeclinedElicitation",
+    "Elicit",
+    "ElicitationResult",
+    "InvalidRequestState",
+    "InvalidSignature",
+    "ListRoots",
+    "MCPError",
+    "MCPServer",
+    "MemoryReplayStore",
+    "ReplayStore",
+    "RequestStateSecurity",
+    "Resolve",
+    "Sample",
+    "SqliteReplayStore",
+    "ToolError",
+]

@@ -1,0 +1,354 @@
+"""Client: connect to a server on any transport, speak whichever era it does, answer its questions.
+
+The same handlers answer a handshake-era server's mid-call requests and a
+2026-07-28 server's `inputRequests`; on the modern era `call_tool`,
+`get_prompt` and `read_resource` run the input-required loop themselves and
+return only the final result.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import anyio
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    CallToolResult,
+    CompleteResult,
+    CreateMessageRequestParams,
+    ElicitRequestFormParams,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    LoggingMessageNotificationParams,
+    ProgressNotificationParams,
+    ReadResourceResult,
+    Root,
+)
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel
+
+from ..errors import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from .pipes import MessagePipe, open_stdio, stdio_command
+from .session import ClientSession
+
+if TYPE_CHECKING:
+    from ..server import MCPServer
+
+__all__ = ["Client"]
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+Mode = Literal["auto", "legacy", "2026-07-28"]
+ElicitationHandler = Callable[[ElicitRequestFormParams], Awaitable[Any]]
+SamplingHandler = Callable[[CreateMessageRequestParams], Awaitable[Any]]
+Roots = Sequence[str | Root] | Callable[[], Awaitable[Sequence[str | Root]]]
+
+_LIST_METHODS: dict[str, tuple[str, type[BaseModel]]] = {
+    "tools": ("tools/list", ListToolsResult),
+    "resources": ("resources/list", ListResourcesResult),
+    "resourceTemplates": ("resources/templates/list", ListResourceTemplatesResult),
+    "prompts": ("prompts/list", ListPromptsResult),
+}
+
+
+def _dump(value: Any) -> dict[str, Any]:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if not isinstance(value, dict):
+        raise TypeError(f"a handler must return a result model or dict, got {type(value).__name__}")
+    value.pop("resultType", None)
+    return value
+
+
+class Client:
+    """An MCP client. `async with Client(target) as client: await client.call_tool(...)`.
+
+    `target` is an `MCPServer` (in memory), an `http(s)://` URL, or a command
+    or script path (stdio; a list of arguments also works).
+    """
+
+    def __init__(
+        self,
+        target: MCPServer | str | Sequence[str],
+        *,
+        mode: Mode = "auto",
+        elicitation_handler: ElicitationHandler | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
+        roots: Roots | None = None,
+        log_handler: Callable[[LoggingMessageNotificationParams], Awaitable[None]] | None = None,
+        progress_handler: Callable[[ProgressNotificationParams], Awaitable[None]] | None = None,
+        log_level: str | None = None,
+        client_info: dict[str, Any] | None = None,
+        max_rounds: int = 10,
+        headers: dict[str, str] | None = None,
+        env: dict[str, str] | None = None,
+        probe_timeout: float = 10.0,
+    ) -> None:
+        if mode not in ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS):
+            raise ValueError(
+                f"mode must be 'auto', 'legacy' or one of {list(MODERN_PROTOCOL_VERSIONS)}, got {mode!r}"
+            )
+        self.target = target
+        self.mode = mode
+        self.elicitation_handler = elicitation_handler
+        self.sampling_handler = sampling_handler
+        self.sampling_tools = sampling_tools
+        self.roots = roots
+        self.log_handler = log_handler
+        self.progress_handler = progress_handler
+        self.log_level = log_level or ("debug" if log_handler else None)
+        self.client_info = client_info or {"name": "mcp-resolve-client", "version": "0.1.0"}
+        self.max_rounds = max_rounds
+        self.headers = headers
+        self.env = env
+        self.probe_timeout = probe_timeout
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] | None = None
+        self.server_capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+        self._session: ClientSession | None = None
+        self._stack: AsyncExitStack | None = None
+        self._progress_tokens = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @property
+    def is_modern(self) -> bool:
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def __aenter__(self) -> Client:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            pipe = await stack.enter_async_context(self._open_pipe())
+            session = ClientSession(pipe, self._answer, self._notified)
+            group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(group.cancel_scope.cancel)
+            group.start_soon(session.run, group)
+            self._session = session
+            await self._negotiate()
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    @asynccontextmanager
+    async def _open_pipe(self) -> AsyncIterator[MessagePipe]:
+        from ..server import MCPServer
+
+        if isinstance(self.target, MCPServer):
+            from ..transports.memory import connect_in_memory
+
+            async with connect_in_memory(self.target) as memory_pipe:
+                yield memory_pipe
+        elif isinstance(self.target, str) and self.target.startswith(("http://", "https://")):
+            from .http import open_http
+
+            async with open_http(self.target, headers=self.headers) as http_pipe:
+                yield http_pipe
+        else:
+            async with open_stdio(stdio_command(self.target), env=self.env) as stdio_pipe:
+                yield stdio_pipe
+
+    def capabilities(self) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {}
+        if self.elicitation_handler is not None:
+            capabilities["elicitation"] = {"form": {}}
+        if self.sampling_handler is not None:
+            capabilities["sampling"] = {"tools": {}} if self.sampling_tools else {}
+        if self.roots is not None:
+            capabilities["roots"] = {"listChanged": True}
+        return capabilities
+
+    def _meta(self, version: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {
+            PROTOCOL_VERSION_META_KEY: version,
+            CLIENT_CAPABILITIES_META_KEY: self.capabilities(),
+            CLIENT_INFO_META_KEY: self.client_info,
+        }
+        if self.log_level is not None:
+            meta[LOG_LEVEL_META_KEY] = self.log_level
+        return meta
+
+    async def _negotiate(self) -> None:
+        session = self._require_session()
+        if self.mode in MODERN_PROTOCOL_VERSIONS:
+            await self._adopt_modern(
+                await session.request("server/discover", {"_meta": self._meta(self.mode)})
+            )
+            return
+        if self.mode == "auto":
+            preferred = MODERN_PROTOCOL_VERSIONS[-1]
+            try:
+                result = await session.request(
+                    "server/discover", {"_meta": self._meta(preferred)}, timeout=self.probe_timeout
+                )
+            except MCPError as exc:
+                if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    raise MCPError(
+                        exc.code, f"the server supports none of our modern versions: {exc.message}", exc.data
+                    ) from None
+            except TimeoutError:
+                pass
+            else:
+                await self._adopt_modern(result)
+                return
+        await self._initialize()
+
+    async def _adopt_modern(self, discover: dict[str, Any]) -> None:
+        supported = discover.get("supportedVersions") or []
+        common = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
+        if not common:
+            raise MCPError(
+                UNSUPPORTED_PROTOCOL_VERSION, f"no common protocol version (server offers {supported})"
+            )
+        self.protocol_version = common[-1]
+        self.server_capabilities = discover.get("capabilities") or {}
+        self.server_info = (discover.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
+        self.instructions = discover.get("instructions")
+
+    async def _initialize(self) -> None:
+        session = self._require_session()
+        result = await session.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": self.capabilities(),
+                "clientInfo": self.client_info,
+            },
+        )
+        version = result.get("protocolVersion")
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise MCPError(
+                UNSUPPORTED_PROTOCOL_VERSION,
+                f"the server chose protocol version {version!r}, which we do not speak",
+            )
+        self.protocol_version = version
+        self.server_capabilities = result.get("capabilities") or {}
+        self.server_info = result.get("serverInfo")
+        self.instructions = result.get("instructions")
+        await session.notify("notifications/initialized")
+
+    def _require_session(self) -> ClientSession:
+        if self._session is None:
+            raise RuntimeError("use the Client inside 'async with'")
+        return self._session
+
+    # -- requests ------------------------------------------------------------------------
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Send one request as the negotiated era wants it (modern: `_meta` on every request)."""
+        params = dict(params or {})
+        if self.is_modern:
+            assert self.protocol_version is not None
+            params["_meta"] = {**self._meta(self.protocol_version), **(params.get("_meta") or {})}
+        if self.progress_handler is not None and method in ("tools/call", "resources/read", "prompts/get"):
+            self._progress_tokens += 1
+            params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
+        return await self._require_session().request(method, params)
+
+    async def _interactive(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """One request, retried through input-required rounds until a final result (modern era)."""
+        request_params = dict(params)
+        for _round in range(self.max_rounds):
+            result = await self.request(method, request_params)
+            if result.get("resultType") != "input_required":
+                return result
+            input_requests = result.get("inputRequests") or {}
+            responses = {
+                key: await self._answer(q.get("method", ""), q.get("params") or {})
+                for key, q in input_requests.items()
+            }
+            request_params = dict(params)
+            if responses:
+                request_params["inputResponses"] = responses
+            if result.get("requestState") is not None:
+                request_params["requestState"] = result["requestState"]
+        raise RuntimeError(f"{method} did not complete within {self.max_rounds} input-required rounds")
+
+    async def _list(self, key: str, cursor: str | None) -> Any:
+        method, model = _LIST_METHODS[key]
+        if cursor is not None:
+            return model.model_validate(await self.request(method, {"cursor": cursor}))
+        items: list[Any] = []
+        next_cursor: str | None = None
+        while True:
+            page = await self.request(method, {"cursor": next_cursor} if next_cursor else {})
+            items.extend(page.get(key) or [])
+            next_cursor = page.get("nextCursor")
+            if not next_cursor:
+                break
+        return model.model_validate({key: items})
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        """All tools (every page), or one page when `cursor` is given."""
+        return await self._list("tools", cursor)  # type: ignore[no-any-return]
+
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        return await self._list("resources", cursor)  # type: ignore[no-any-return]
+
+    async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        return await self._list("resourceTemplates", cursor)  # type: ignore[no-any-return]
+
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        return await self._list("prompts", cursor)  # type: ignore[no-any-return]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return CallToolResult.model_validate(await self._interactive("tools/call", params))
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        return ReadResourceResult.model_validate(await self._interactive("resources/read", {"uri": uri}))
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return GetPromptResult.model_validate(await self._interactive("prompts/get", params))
+
+    async def complete(
+        self, ref: dict[str, Any], argument: dict[str, str], context_arguments: dict[str, str] | None = None
+    ) -> CompleteResult:
+        params: dict[str, Any] = {"ref": ref, "argument": argument}
+        if context_arguments:
+            params["context"] = {"arguments": context_arguments}
+        return CompleteResult.model_validate(await self.request("completion/complete", params))
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    # -- what the server asks ------------------------------------------------------------
+    async def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "elicitation/create" and self.elicitation_handler is not None:
+            return _dump(await self.elicitation_handler(ElicitRequestFormParams.model_validate(params)))
+        if method == "sampling/createMessage" and self.sampling_handler is not None:
+            return _dump(await self.sampling_handler(CreateMessageRequestParams.model_validate(params)))
+        if method == "roots/list" and self.roots is not None:
+            roots = self.roots() if callable(self.roots) else self.roots
+            if inspect.isawaitable(roots):
+                roots = await roots
+            return {"roots": [_dump(r) if isinstance(r, Root) else {"uri": r} for r in roots]}
+        if method == "ping":
+            return {}
+        raise MCPError(METHOD_NOT_FOUND, f"this client does not handle {method}")
+
+    async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message" and self.log_handler is not None:
+            await self.log_handler(LoggingMessageNotificationParams.model_validate(params))
+        elif method == "notifications/progress" and self.progress_handler is not None:
+            await self.progress_handler(ProgressNotificationParams.model_validate(params))

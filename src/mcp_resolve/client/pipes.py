@@ -1,0 +1,100 @@
+"""Client-side transports as message pipes: `send(dict)`, `receive() -> dict`, `aclose()`.
+
+A pipe hides whether the server is in this process, a child process, or
+behind HTTP; the session above it only sees JSON-RPC messages.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+import pydantic_core
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..protocol.jsonrpc import encode
+
+__all__ = ["MessagePipe", "open_stdio", "stdio_command"]
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+class MessagePipe(Protocol):
+    async def send(self, message: dict[str, Any]) -> None: ...
+
+    async def receive(self) -> dict[str, Any]:
+        """The next message from the server; raises anyio.EndOfStream when the server is gone."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+def stdio_command(target: str | Sequence[str]) -> list[str]:
+    """A script path runs under this Python; anything else is a command line."""
+    if not isinstance(target, str):
+        return list(target)
+    if target.endswith(".py") and os.path.exists(target):
+        return [sys.executable, target]
+    return shlex.split(target)
+
+
+class StdioPipe:
+    def __init__(self, process: anyio.abc.Process) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process = process
+        self._stdin = process.stdin
+        self._stdout = BufferedByteReceiveStream(process.stdout)
+        self._lock = anyio.Lock()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        async with self._lock:
+            await self._stdin.send(encode(message) + b"\n")
+
+    async def receive(self) -> dict[str, Any]:
+        while True:
+            try:
+                line = await self._stdout.receive_until(b"\n", MAX_LINE_BYTES)
+            except anyio.IncompleteRead:
+                raise anyio.EndOfStream from None
+            if line.strip():
+                message = pydantic_core.from_json(line)
+                if isinstance(message, dict):
+                    return message
+
+    async def aclose(self) -> None:
+        await self._stdin.aclose()
+
+
+@asynccontextmanager
+async def open_stdio(
+    command: Sequence[str], *, env: dict[str, str] | None = None, cwd: str | None = None
+) -> AsyncIterator[StdioPipe]:
+    """Start the server as a child process; on exit close its stdin, then escalate if it lingers."""
+    process = await anyio.open_process(
+        list(command), env={**os.environ, **(env or {})}, cwd=cwd, stderr=None, stdin=subprocess.PIPE
+    )
+    pipe = StdioPipe(process)
+    try:
+        yield pipe
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await pipe.aclose()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass
+            with anyio.move_on_after(5):
+                await process.wait()
+            if process.returncode is None:
+                process.terminate()
+                with anyio.move_on_after(2):
+                    await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()

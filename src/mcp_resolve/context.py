@@ -1,0 +1,240 @@
+"""The Context a tool, resource, prompt or resolver receives by annotating a parameter with it.
+
+A Context is a view of one request: who asked (client info and capabilities,
+protocol version, HTTP headers), what the server holds for its lifetime
+(`lifespan_context`), and the side channels tied to the request (log
+messages, progress). Mid-call questions (`elicit`, `sample`, `list_roots`)
+exist only on the handshake era; on 2026-07-28 the server cannot call the
+client mid-request, so those methods tell the author to use a resolver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from mcp_types import (
+    ClientCapabilities,
+    CreateMessageResult,
+    Implementation,
+    ListRootsResult,
+    LoggingLevel,
+    SamplingMessage,
+)
+from pydantic import BaseModel
+
+from .elicitation import (
+    AcceptedElicitation,
+    CancelledElicitation,
+    DeclinedElicitation,
+    form_schema,
+    outcome_from_answer,
+)
+
+if TYPE_CHECKING:
+    from .resolve.run import Questioner
+
+__all__ = ["LOG_LEVELS", "Context", "RequestScope"]
+
+LifespanT = TypeVar("LifespanT")
+RequestT = TypeVar("RequestT")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+LOG_LEVELS: tuple[LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+
+Era = Literal["handshake", "modern"]
+SendNotification = Callable[[str, dict[str, Any]], Awaitable[None]]
+SendRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@dataclass
+class RequestScope:
+    """What the protocol layer knows about one request; the Context reads from it."""
+
+    request_id: Any
+    method: str
+    era: Era
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: LoggingLevel | None
+    progress_token: Any
+    meta: dict[str, Any]
+    send_notification: SendNotification
+    send_request: SendRequest | None
+    lifespan_context: Any = None
+    headers: Mapping[str, str] | None = None
+    principal: str | None = None
+    questioner: Questioner | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class _RequestContextView:
+    """`ctx.request_context.lifespan_context`, the spelling the official SDK taught people."""
+
+    __slots__ = ("_scope",)
+
+    def __init__(self, scope: RequestScope) -> None:
+        self._scope = scope
+
+    @property
+    def lifespan_context(self) -> Any:
+        return self._scope.lifespan_context
+
+    @property
+    def request_id(self) -> Any:
+        return self._scope.request_id
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self._scope.meta
+
+    @property
+    def headers(self) -> Mapping[str, str] | None:
+        return self._scope.headers
+
+
+class Context(Generic[LifespanT, RequestT]):
+    """One request, as seen by the code that serves it."""
+
+    __slots__ = ("_questioner", "_scope")
+
+    def __init__(self, scope: RequestScope) -> None:
+        self._scope = scope
+        self._questioner = scope.questioner
+
+    # -- who is asking -------------------------------------------------------------------
+    @property
+    def request_id(self) -> Any:
+        return self._scope.request_id
+
+    @property
+    def protocol_version(self) -> str:
+        return self._scope.protocol_version
+
+    @property
+    def client_capabilities(self) -> ClientCapabilities:
+        return ClientCapabilities.model_validate(self._scope.client_capabilities)
+
+    @property
+    def client_capabilities_dict(self) -> dict[str, Any]:
+        return self._scope.client_capabilities
+
+    @property
+    def client_info(self) -> Implementation | None:
+        info = self._scope.client_info
+        return Implementation.model_validate(info) if info else None
+
+    @property
+    def headers(self) -> Mapping[str, str] | None:
+        """The HTTP request's headers (lower-case names), or None off HTTP.
+
+        Client-supplied: fine for a locale, never for an identity.
+        """
+        return self._scope.headers
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self._scope.meta
+
+    @property
+    def lifespan_context(self) -> LifespanT:
+        return self._scope.lifespan_context  # type: ignore[no-any-return]
+
+    @property
+    def request_context(self) -> _RequestContextView:
+        return _RequestContextView(self._scope)
+
+    @property
+    def is_modern(self) -> bool:
+        return self._scope.era == "modern"
+
+    # -- side channels -------------------------------------------------------------------
+    async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> None:
+        """Send a log message to the client, if it asked for this level."""
+        threshold = self._scope.log_level
+        if self._scope.era == "modern" and threshold is None:
+            return
+        if threshold is not None and LOG_LEVELS.index(level) < LOG_LEVELS.index(threshold):
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self._scope.send_notification("notifications/message", params)
+
+    async def debug(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("debug", data, logger=logger)
+
+    async def info(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("info", data, logger=logger)
+
+    async def warning(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("warning", data, logger=logger)
+
+    async def error(self, data: Any, *, logger: str | None = None) -> None:
+        await self.log("error", data, logger=logger)
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send progress for this request; a no-op when the client gave no progress token."""
+        token = self._scope.progress_token
+        if token is None:
+            return
+        params: dict[str, Any] = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._scope.send_notification("notifications/progress", params)
+
+    # -- mid-call questions (handshake era) ----------------------------------------------
+    def _mid_call(self, what: str, marker: str) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
+        send = self._scope.send_request
+        if self._scope.era == "modern" or send is None:
+            raise RuntimeError(
+                f"ctx.{what}() cannot ask the client mid-call on protocol {self._scope.protocol_version}: "
+                f"declare a resolver that returns {marker} and annotate the parameter with "
+                "Annotated[T, Resolve(resolver)]; the framework then asks on either protocol era"
+            )
+        return send
+
+    async def elicit(
+        self, message: str, schema: type[ModelT]
+    ) -> AcceptedElicitation[ModelT] | DeclinedElicitation | CancelledElicitation:
+        """Ask the person a form question (handshake era)."""
+        send = self._mid_call("elicit", "Elicit(message, Model)")
+        answer = await send(
+            "elicitation/create", {"mode": "form", "message": message, "requestedSchema": form_schema(schema)}
+        )
+        return outcome_from_answer(schema, answer)
+
+    async def sample(
+        self,
+        messages: str | Sequence[SamplingMessage | dict[str, Any] | str],
+        *,
+        max_tokens: int = 1024,
+        **options: Any,
+    ) -> CreateMessageResult:
+        """Sample the client's LLM (handshake era)."""
+        from .resolve.markers import Sample
+        from .resolve.questions import render_question
+
+        send = self._mid_call("sample", "Sample(...)")
+        question = render_question(Sample(messages, max_tokens=max_tokens, **options))
+        return CreateMessageResult.model_validate(await send(question["method"], question["params"]))
+
+    async def list_roots(self) -> ListRootsResult:
+        """Ask the client for its roots (handshake era)."""
+        send = self._mid_call("list_roots", "ListRoots()")
+        return ListRootsResult.model_validate(await send("roots/list", {}))

@@ -1,0 +1,158 @@
+"""The three outcomes of asking a person, and the form schema a question carries.
+
+Elicitation forms are deliberately poor: a flat object of strings, numbers,
+booleans and enums. `form_schema` renders a pydantic model into that shape and
+refuses anything richer with a message naming the field, because a client
+cannot show a form it does not understand and the person would be stuck.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "AcceptedElicitation",
+    "CancelledElicitation",
+    "DeclinedElicitation",
+    "ElicitationResult",
+    "form_schema",
+    "is_elicitation_result_type",
+    "outcome_from_answer",
+]
+
+ElicitSchemaModelT = TypeVar("ElicitSchemaModelT", bound=BaseModel)
+
+
+class AcceptedElicitation(BaseModel, Generic[ElicitSchemaModelT]):
+    """Result when user accepts the elicitation."""
+
+    action: Literal["accept"] = "accept"
+    data: ElicitSchemaModelT
+
+
+class DeclinedElicitation(BaseModel):
+    """Result when user declines the elicitation."""
+
+    action: Literal["decline"] = "decline"
+
+
+class CancelledElicitation(BaseModel):
+    """Result when user cancels the elicitation."""
+
+    action: Literal["cancel"] = "cancel"
+
+
+ElicitationResult = Union[AcceptedElicitation[ElicitSchemaModelT], DeclinedElicitation, CancelledElicitation]
+"""The full outcome of a question: annotate a consumer with it to branch on decline/cancel."""
+
+_OUTCOME_CLASSES = (DeclinedElicitation, CancelledElicitation)
+_PRIMITIVE_TYPES = {"string", "number", "integer", "boolean"}
+_STRING_FORMATS = {"email", "uri", "date", "date-time"}
+_SCHEMA_CACHE: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def is_elicitation_result_type(annotation: Any) -> bool:
+    """True when `annotation` is `ElicitationResult[T]` or one of its member types."""
+    if annotation in _OUTCOME_CLASSES or annotation is AcceptedElicitation:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, AcceptedElicitation):
+        return True
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:
+        return all(is_elicitation_result_type(arm) for arm in get_args(annotation))
+    return False
+
+
+def form_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """Render `model` as an elicitation `requestedSchema`, or raise TypeError saying why it cannot be."""
+    cached = _SCHEMA_CACHE.get(model)
+    if cached is not None:
+        return cached
+    raw = model.model_json_schema()
+    defs = raw.get("$defs", {})
+    properties: dict[str, Any] = {}
+    for name, prop in raw.get("properties", {}).items():
+        properties[name] = _flatten_property(model, name, prop, defs)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if raw.get("required"):
+        schema["required"] = list(raw["required"])
+    _SCHEMA_CACHE[model] = schema
+    return schema
+
+
+def _flatten_property(model: type[BaseModel], name: str, prop: dict[str, Any], defs: dict[str, Any]) -> Any:
+    prop = dict(prop)
+    if "$ref" in prop:
+        prop = {**defs[prop.pop("$ref").rsplit("/", 1)[-1]], **prop}
+    if "allOf" in prop and len(prop["allOf"]) == 1:
+        ref = prop.pop("allOf")[0]
+        prop = {**_flatten_property(model, name, ref, defs), **prop}
+    if "anyOf" in prop:
+        arms = [arm for arm in prop["anyOf"] if arm.get("type") != "null"]
+        if len(arms) != 1:
+            raise TypeError(
+                f"Elicitation schema {model.__name__}.{name}: unions are not allowed in elicitation forms"
+            )
+        del prop["anyOf"]
+        prop = {**_flatten_property(model, name, arms[0], defs), **prop}
+    kind = prop.get("type")
+    if kind == "array":
+        items = prop.get("items", {})
+        if "$ref" in items:
+            items = defs[items["$ref"].rsplit("/", 1)[-1]]
+        if items.get("type") != "string" or "enum" not in items:
+            raise TypeError(
+                f"Elicitation schema {model.__name__}.{name}: only arrays of string enums are allowed"
+            )
+        prop["items"] = {"type": "string", "enum": list(items["enum"])}
+    elif kind not in _PRIMITIVE_TYPES:
+        raise TypeError(
+            f"Elicitation schema {model.__name__}.{name}: type {kind or 'object'!r} is not allowed; "
+            "use str, int, float, bool or an enum"
+        )
+    if kind == "string" and "format" in prop and prop["format"] not in _STRING_FORMATS:
+        prop.pop("format")
+    for key in ("$defs", "additionalProperties"):
+        prop.pop(key, None)
+    return prop
+
+
+def outcome_from_answer(
+    model: type[BaseModel], answer: dict[str, Any]
+) -> AcceptedElicitation[Any] | DeclinedElicitation | CancelledElicitation:
+    """Turn an `ElicitResult`-shaped answer into an outcome, validating accepted content.
+
+    Raises ValueError with a reader-friendly reason when the answer does not
+    conform, so the caller can name the resolver that asked.
+    """
+    action = answer.get("action")
+    if action == "decline":
+        return DeclinedElicitation()
+    if action == "cancel":
+        return CancelledElicitation()
+    if action != "accept":
+        raise ValueError(f"unknown elicitation action {action!r}")
+    content = answer.get("content") or {}
+    if not isinstance(content, dict):
+        raise ValueError("accepted elicitation content must be an object")
+    try:
+        data = model.model_validate(content)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
+        )
+        raise ValueError(f"answer does not match {model.__name__}: {problems}") from None
+    return AcceptedElicitation[Any](data=data)
+
+
+def enum_values(annotation: Any) -> list[str] | None:
+    """The string values of an Enum or Literal annotation, for schema hints elsewhere."""
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return [str(member.value) for member in annotation]
+    if get_origin(annotation) is Literal:
+        return [str(arg) for arg in get_args(annotation)]
+    return None

@@ -1,0 +1,81 @@
+"""Prompts: a function's arguments become the prompt's arguments, its return the messages."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from mcp_types import InputRequiredResult, PromptMessage
+
+from .context import Context
+from .signature import HandlerSignature, Overrides
+from .tools import to_content
+
+__all__ = ["Prompt"]
+
+
+def _messages(value: Any) -> list[dict[str, Any]]:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, PromptMessage):
+            messages.append(item.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        elif isinstance(item, dict) and "role" in item:
+            messages.append(
+                PromptMessage.model_validate(item).model_dump(by_alias=True, exclude_none=True, mode="json")
+            )
+        else:
+            messages.extend({"role": "user", "content": block} for block in to_content(item))
+    return messages
+
+
+class Prompt:
+    """One prompt template."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        meta: dict[str, Any] | None,
+        overrides: Overrides,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.title = title
+        self.description = description if description is not None else inspect.getdoc(fn)
+        self.meta = meta
+        self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
+        model_fields = self.signature.arguments_model.model_fields
+        self.arguments = []
+        for arg in self.signature.argument_names:
+            info = model_fields[arg]
+            entry: dict[str, Any] = {"name": arg, "required": info.is_required()}
+            if info.description:
+                entry["description"] = info.description
+            self.arguments.append(entry)
+
+    def definition(self) -> dict[str, Any]:
+        definition: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
+        if self.title:
+            definition["title"] = self.title
+        if self.description:
+            definition["description"] = self.description
+        if self.meta:
+            definition["_meta"] = self.meta
+        return definition
+
+    async def render(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
+        values = self.signature.validate(arguments)
+        async with AsyncExitStack() as exit_stack:
+            value = await self.signature.invoke(values, context, exit_stack)
+        if isinstance(value, InputRequiredResult):
+            return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+        result: dict[str, Any] = {"messages": _messages(value)}
+        if self.description:
+            result["description"] = self.description
+        return result

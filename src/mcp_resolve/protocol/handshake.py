@@ -1,0 +1,91 @@
+"""The handshake era (2024-11-05 .. 2025-11-25): `initialize`, session state, mid-call questions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp_types import LoggingLevel
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+from ..context import LOG_LEVELS
+from ..errors import INVALID_PARAMS, MCPError, ToolError
+from ..resolve.questions import Question
+
+if TYPE_CHECKING:
+    from ..context import SendRequest
+    from ..server import MCPServer
+
+__all__ = ["HandshakeState", "LiveQuestioner", "finish_result", "initialize", "set_level"]
+
+_MODERN_ONLY_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
+
+
+@dataclass
+class HandshakeState:
+    """What `initialize` settled for one connection (a stdio process or an HTTP session)."""
+
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: LoggingLevel | None = None
+    initialized: bool = False
+
+
+def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeState, dict[str, Any]]:
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str):
+        raise MCPError(INVALID_PARAMS, "Invalid params: initialize needs a string 'protocolVersion'")
+    capabilities = params.get("capabilities", {})
+    if not isinstance(capabilities, dict):
+        raise MCPError(INVALID_PARAMS, "Invalid params: 'capabilities' must be an object")
+    client_info = params.get("clientInfo")
+    version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+    state = HandshakeState(version, capabilities, client_info if isinstance(client_info, dict) else None)
+    result: dict[str, Any] = {
+        "protocolVersion": version,
+        "capabilities": server.capabilities(modern=False),
+        "serverInfo": server.server_info(),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return state, result
+
+
+def set_level(state: HandshakeState, params: dict[str, Any]) -> dict[str, Any]:
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
+    state.log_level = level
+    return {}
+
+
+def finish_result(result: dict[str, Any]) -> dict[str, Any]:
+    """Drop what only 2026-07-28 results carry: strict handshake-era peers reject unknown keys."""
+    for key in _MODERN_ONLY_RESULT_KEYS:
+        result.pop(key, None)
+    return result
+
+
+class LiveQuestioner:
+    """Asks each resolver question as a server-to-client request tied to the call.
+
+    One question at a time per call: a person answers one form at a time.
+    """
+
+    def __init__(self, send_request: SendRequest) -> None:
+        self._send_request = send_request
+        self._lock = anyio.Lock()
+
+    async def ask(self, wire_key: str, question: Question) -> Any:
+        async with self._lock:
+            try:
+                return await self._send_request(question["method"], question["params"])
+            except MCPError as exc:
+                raise ToolError(
+                    f"the client could not answer {question['method']} for resolver {wire_key}: {exc.message}"
+                ) from None
+
+    def input_required(self, pending: dict[str, Question]) -> Any:  # pragma: no cover - never pending here
+        raise RuntimeError("handshake-era questions are answered mid-call")

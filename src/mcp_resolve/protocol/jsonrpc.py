@@ -1,0 +1,115 @@
+"""JSON-RPC 2.0 framing: decoding one message, classifying it, and building answers.
+
+Decoding never raises past this module: malformed input becomes the error
+answer it deserves, so a transport can reply and go on serving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pydantic_core
+
+from ..errors import INVALID_REQUEST, PARSE_ERROR, MCPError
+
+__all__ = [
+    "Incoming",
+    "IncomingNotification",
+    "IncomingRequest",
+    "IncomingResponse",
+    "decode",
+    "encode",
+    "error_message",
+    "result_message",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingRequest:
+    id: int | str
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingNotification:
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingResponse:
+    id: int | str
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+
+
+Incoming = IncomingRequest | IncomingNotification | IncomingResponse
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return pydantic_core.to_json(message)
+
+
+def result_message(request_id: Any, result: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+def error_message(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
+
+
+def decode(raw: bytes | str | dict[str, Any]) -> Incoming:
+    """Classify one message; raises MCPError (with `.request_id` when known) for bad input."""
+    if isinstance(raw, dict):
+        obj: Any = raw
+    else:
+        try:
+            obj = pydantic_core.from_json(raw)
+        except ValueError:
+            raise MCPError(PARSE_ERROR, "Parse error: the message is not valid JSON") from None
+    if not isinstance(obj, dict):
+        raise MCPError(
+            INVALID_REQUEST, "Invalid Request: a message must be a JSON object (batches are not supported)"
+        )
+    request_id: Any = obj.get("id")
+    if obj.get("jsonrpc") != "2.0":
+        raise _with_id(MCPError(INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\""), request_id)
+    method = obj.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            raise _with_id(
+                MCPError(INVALID_REQUEST, "Invalid Request: 'method' must be a string"), request_id
+            )
+        params = obj.get("params")
+        if params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise _with_id(
+                MCPError(INVALID_REQUEST, "Invalid Request: 'params' must be an object"), request_id
+            )
+        if "id" not in obj:
+            return IncomingNotification(method, params)
+        if not _valid_id(request_id):
+            raise MCPError(INVALID_REQUEST, "Invalid Request: 'id' must be a string or an integer")
+        return IncomingRequest(request_id, method, params)
+    if _valid_id(request_id) and ("result" in obj or "error" in obj):
+        result, error = obj.get("result"), obj.get("error")
+        if isinstance(result, dict) or isinstance(error, dict):
+            return IncomingResponse(request_id, result if isinstance(result, dict) else None, error)
+    raise _with_id(
+        MCPError(INVALID_REQUEST, "Invalid Request: not a request, notification or response"), request_id
+    )
+
+
+def _with_id(error: MCPError, request_id: Any) -> MCPError:
+    error.request_id = request_id if _valid_id(request_id) else None  # type: ignore[attr-defined]
+    return error

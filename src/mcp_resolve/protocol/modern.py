@@ -1,0 +1,181 @@
+"""The 2026-07-28 era: per-request `_meta`, `server/discover`, input-required rounds, sealed state.
+
+Every request stands alone. Its envelope is validated on arrival; on the
+three methods that may take several rounds, an echoed `requestState` is
+unsealed and checked against the request before any handler sees it, and a
+round's outgoing state is sealed on the way out. Handlers and the resolver
+engine only ever see plaintext.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+    InputRequiredResult,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..context import LOG_LEVELS
+from ..errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, InvalidRequestState, MCPError
+from ..resolve.questions import Question
+from ..resolve.run import PENDING
+from ..resolve.state import StateRecord, question_digest
+from ..sealing import StateBinding, digest_arguments
+
+if TYPE_CHECKING:
+    from ..server import MCPServer
+
+__all__ = ["MULTI_ROUND_METHODS", "BatchQuestioner", "Envelope", "discover", "finish_result", "read_envelope"]
+
+MULTI_ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+CACHEABLE_METHODS = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None
+    log_level: Any
+
+
+def read_envelope(meta: dict[str, Any]) -> Envelope:
+    version = meta.get(PROTOCOL_VERSION_META_KEY)
+    if version not in MODERN_PROTOCOL_VERSIONS:
+        raise MCPError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {
+                "supported": list(MODERN_PROTOCOL_VERSIONS),
+                "requested": version if isinstance(version, str) else str(version),
+            },
+        )
+    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
+    if not isinstance(capabilities, dict):
+        raise MCPError(
+            INVALID_PARAMS, f"Invalid params: _meta needs an object at {CLIENT_CAPABILITIES_META_KEY!r}"
+        )
+    client_info = meta.get(CLIENT_INFO_META_KEY)
+    if client_info is not None and not (
+        isinstance(client_info, dict) and isinstance(client_info.get("name"), str)
+    ):
+        raise MCPError(
+            INVALID_PARAMS, f"Invalid params: {CLIENT_INFO_META_KEY!r} must be an Implementation object"
+        )
+    log_level = meta.get(LOG_LEVEL_META_KEY)
+    if log_level is not None and log_level not in LOG_LEVELS:
+        raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r} in _meta")
+    return Envelope(version, capabilities, client_info, log_level)
+
+
+def discover(server: MCPServer) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
+        "capabilities": server.capabilities(modern=True),
+        "ttlMs": server.cache_ttl_ms,
+        "cacheScope": "public",
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+def finish_result(server: MCPServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
+    result.setdefault("resultType", "complete")
+    if method in CACHEABLE_METHODS and result["resultType"] == "complete":
+        result.setdefault("ttlMs", server.cache_ttl_ms if method != "resources/read" else 0)
+        result.setdefault("cacheScope", "public" if method != "resources/read" else "private")
+    meta = result.setdefault("_meta", {})
+    meta.setdefault(SERVER_INFO_META_KEY, server.server_info())
+    return result
+
+
+def state_binding(
+    server: MCPServer, method: str, params: dict[str, Any], principal: str | None
+) -> StateBinding:
+    if method == "resources/read":
+        target, arguments = str(params.get("uri")), None
+    else:
+        target, arguments = str(params.get("name")), params.get("arguments")
+    return StateBinding(
+        method=method,
+        target=target,
+        arguments_digest=digest_arguments(arguments if isinstance(arguments, dict) else None),
+        audience=server.request_state_security.resolve_audience(server.name),
+        principal=principal,
+    )
+
+
+async def open_state(
+    server: MCPServer, method: str, params: dict[str, Any], principal: str | None, *, single_use: bool
+) -> dict[str, Any]:
+    """Unseal an echoed requestState in place; the handler gets the plaintext. Any failure is the frozen error."""
+    token = params.get("requestState")
+    if token is None:
+        return params
+    binding = state_binding(server, method, params, principal)
+    try:
+        opened = server.request_state_security.unseal(token, binding)
+    except InvalidRequestState as exc:
+        server.log.warning("rejected requestState on %s %s: %s", method, binding.target, exc)
+        raise MCPError.invalid_state() from None
+    if single_use and not await server.replay_store.claim(opened.state_id, opened.expires_at):
+        server.log.warning("rejected replayed requestState on %s %s", method, binding.target)
+        raise MCPError.invalid_state()
+    return {**params, "requestState": opened.payload.decode("utf-8", "replace")}
+
+
+def seal_state(
+    server: MCPServer, method: str, params: dict[str, Any], principal: str | None, result: dict[str, Any]
+) -> None:
+    """Seal the plaintext requestState a handler returned, bound to this very request."""
+    plaintext = result.get("requestState")
+    if plaintext is None:
+        return
+    binding = state_binding(server, method, params, principal)
+    result["requestState"] = server.request_state_security.seal(str(plaintext).encode(), binding)
+
+
+class BatchQuestioner:
+    """Answers questions from this round's `inputResponses`, or marks them for the next round."""
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        state = params.get("requestState")
+        self.record = StateRecord.decode(state.encode() if isinstance(state, str) else None)
+        responses = params.get("inputResponses")
+        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+        self.used: dict[str, tuple[str, Any]] = {}
+
+    async def ask(self, wire_key: str, question: Question) -> Any:
+        digest = question_digest(question)
+        recorded = self.record.answers.get(wire_key)
+        if recorded is not None and recorded[0] == digest:
+            self.used[wire_key] = recorded
+            return recorded[1]
+        if self.record.asked.get(wire_key) == digest and wire_key in self.responses:
+            answer = self.responses[wire_key]
+            self.used[wire_key] = (digest, answer)
+            return answer
+        return PENDING
+
+    def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
+        record = StateRecord(asked={key: question_digest(q) for key, q in pending.items()}, answers=self.used)
+        return InputRequiredResult.model_validate(
+            {"inputRequests": pending, "requestState": record.encode().decode()}
+        )

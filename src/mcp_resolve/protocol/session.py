@@ -1,0 +1,265 @@
+"""One connection's dispatch: requests in flight, answers to our own requests, cancellation.
+
+A connection is whatever a transport holds open: a stdio process, an
+in-memory pair, or one HTTP session (handshake era). Modern-era HTTP POSTs
+use a throwaway connection each, since 2026-07-28 requests carry all their
+context. Messages toward the client go through a `Sink` chosen per request,
+which is how an HTTP response stream carries exactly its own request's
+notifications and questions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
+from ..context import Context, RequestScope
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
+from . import handshake, modern
+from .jsonrpc import (
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    decode,
+    error_message,
+    result_message,
+)
+
+if TYPE_CHECKING:
+    from ..server import MCPServer
+
+__all__ = ["Connection", "Sink"]
+
+logger = logging.getLogger("mcp_resolve.protocol")
+
+Sink = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one message toward the client on the channel of the request it belongs to."""
+
+
+class _Waiter:
+    __slots__ = ("event", "response")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.response: IncomingResponse | None = None
+
+
+class Connection:
+    """Dispatch for one client connection, on either era."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        headers: Mapping[str, str] | None = None,
+        principal: str | None = None,
+    ) -> None:
+        self.server = server
+        self.headers = headers
+        self.principal = principal
+        self.handshake: handshake.HandshakeState | None = None
+        self._request_ids = itertools.count(1)
+        self._waiting: dict[int | str, _Waiter] = {}
+        self._in_flight: dict[int | str, anyio.CancelScope] = {}
+
+    # -- stream transports -----------------------------------------------------------------
+    async def serve(self, incoming: anyio.abc.ObjectReceiveStream[Any], sink: Sink) -> None:
+        """Serve until `incoming` ends; requests run concurrently, each answered through `sink`."""
+        async with anyio.create_task_group() as group:
+            async with incoming:
+                async for raw in incoming:
+                    await self.receive(raw, sink, group)
+            group.cancel_scope.cancel()
+
+    async def receive(self, raw: Any, sink: Sink, group: anyio.abc.TaskGroup) -> None:
+        """Take one raw message; a request is started in `group`, everything else handled now."""
+        try:
+            message = decode(raw)
+        except MCPError as exc:
+            await sink(error_message(getattr(exc, "request_id", None), exc.code, exc.message))
+            return
+        if isinstance(message, IncomingRequest):
+            group.start_soon(self.handle_request, message, sink)
+        elif isinstance(message, IncomingResponse):
+            self.deliver_response(message)
+        else:
+            await self.handle_notification(message)
+
+    # -- messages ------------------------------------------------------------------------
+    def deliver_response(self, response: IncomingResponse) -> bool:
+        waiter = self._waiting.pop(response.id, None)
+        if waiter is None:
+            logger.debug("dropping a response to unknown request id %r", response.id)
+            return False
+        waiter.response = response
+        waiter.event.set()
+        return True
+
+    async def handle_notification(self, notification: IncomingNotification) -> None:
+        method, params = notification.method, notification.params
+        if method == "notifications/initialized":
+            if self.handshake is not None:
+                self.handshake.initialized = True
+        elif method == "notifications/cancelled":
+            scope = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+            if scope is not None:
+                scope.cancel()
+        elif method == "notifications/roots/list_changed":
+            await self.server.roots_changed()
+        # Unknown notifications get no reply, by JSON-RPC's rules.
+
+    async def handle_request(self, request: IncomingRequest, sink: Sink) -> None:
+        with anyio.CancelScope() as scope:
+            self._in_flight[request.id] = scope
+            try:
+                response = await self.respond(request, sink)
+            finally:
+                self._in_flight.pop(request.id, None)
+        if scope.cancel_called:
+            return  # a cancelled request gets no response
+        await sink(response)
+
+    async def respond(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
+        """The response message for `request` (a result or an error); never raises for bad input."""
+        try:
+            return result_message(request.id, await self._dispatch(request, sink))
+        except MCPError as exc:
+            return error_message(request.id, exc.code, exc.message, exc.data)
+        except Exception:
+            logger.exception("internal error while handling %s", request.method)
+            return error_message(request.id, INTERNAL_ERROR, "Internal error")
+
+    async def send_request(self, method: str, params: dict[str, Any], sink: Sink) -> dict[str, Any]:
+        """Ask the client something mid-call (handshake era) and wait for its answer."""
+        request_id = next(self._request_ids)
+        waiter = _Waiter()
+        self._waiting[request_id] = waiter
+        try:
+            await sink({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            await waiter.event.wait()
+        finally:
+            self._waiting.pop(request_id, None)
+        response = waiter.response
+        assert response is not None
+        if response.error is not None:
+            error = response.error
+            raise MCPError(
+                int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data")
+            )
+        return response.result or {}
+
+    # -- dispatch ------------------------------------------------------------------------
+    async def _dispatch(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
+        method, params = request.method, request.params
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
+            return await self._dispatch_modern(request, meta, sink)
+        if method == "initialize":
+            self.handshake, result = handshake.initialize(self.server, params)
+            return result
+        if self.handshake is None:
+            if method == "ping":
+                return {}
+            raise MCPError(
+                INVALID_REQUEST,
+                f"Invalid Request: {method} before initialization; send 'initialize' first "
+                f"(or, on protocol 2026-07-28, put {PROTOCOL_VERSION_META_KEY!r} in params._meta)",
+            )
+        return await self._dispatch_handshake(request, meta if isinstance(meta, dict) else {}, sink)
+
+    async def _dispatch_handshake(
+        self, request: IncomingRequest, meta: dict[str, Any], sink: Sink
+    ) -> dict[str, Any]:
+        state = self.handshake
+        assert state is not None
+        method = request.method
+        if method == "logging/setLevel":
+            return handshake.set_level(state, request.params)
+        if method == "ping":
+            return {}
+
+        async def send_request(m: str, p: dict[str, Any]) -> dict[str, Any]:
+            return await self.send_request(m, p, sink)
+
+        scope = self._scope(
+            request,
+            "handshake",
+            state.protocol_version,
+            state.client_capabilities,
+            state.client_info,
+            state.log_level,
+            meta,
+            sink,
+            send_request,
+        )
+        scope.questioner = handshake.LiveQuestioner(send_request)
+        result = await self.server.call_handler(method, request.params, Context(scope))
+        return handshake.finish_result(result)
+
+    async def _dispatch_modern(
+        self, request: IncomingRequest, meta: dict[str, Any], sink: Sink
+    ) -> dict[str, Any]:
+        server, method, params = self.server, request.method, request.params
+        envelope = modern.read_envelope(meta)
+        if method == "server/discover":
+            return modern.finish_result(server, method, modern.discover(server))
+        if method in ("initialize", "logging/setLevel"):
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
+        if method in modern.MULTI_ROUND_METHODS:
+            params = await modern.open_state(
+                server, method, params, self.principal, single_use=server.is_single_use(method, params)
+            )
+        scope = self._scope(
+            request,
+            "modern",
+            envelope.protocol_version,
+            envelope.client_capabilities,
+            envelope.client_info,
+            envelope.log_level,
+            meta,
+            sink,
+            None,
+        )
+        scope.questioner = modern.BatchQuestioner(params)
+        result = await server.call_handler(method, params, Context(scope))
+        if method in modern.MULTI_ROUND_METHODS and result.get("resultType") == "input_required":
+            modern.seal_state(server, method, request.params, self.principal, result)
+        return modern.finish_result(server, method, result)
+
+    def _scope(
+        self,
+        request: IncomingRequest,
+        era: Any,
+        version: str,
+        capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        log_level: Any,
+        meta: dict[str, Any],
+        sink: Sink,
+        send_request: Any,
+    ) -> RequestScope:
+        async def send_notification(method: str, params: dict[str, Any]) -> None:
+            await sink({"jsonrpc": "2.0", "method": method, "params": params})
+
+        return RequestScope(
+            request_id=request.id,
+            method=request.method,
+            era=era,
+            protocol_version=version,
+            client_capabilities=capabilities,
+            client_info=client_info,
+            log_level=log_level,
+            progress_token=meta.get("progressToken"),
+            meta=meta,
+            send_notification=send_notification,
+            send_request=send_request,
+            lifespan_context=self.server.lifespan_context,
+            headers=self.headers,
+            principal=self.principal,
+        )

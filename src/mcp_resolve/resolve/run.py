@@ -1,0 +1,333 @@
+"""Per-call execution of resolver plans: concurrent, once per call, deterministic on failure.
+
+Every resolver whose dependencies are satisfied starts at once; the result
+is nevertheless the one a one-after-another run would give. The trick is a
+single sequential order fixed by the plan (dependencies first, signature
+order): when a step fails, every step later in that order is cancelled or
+never started, earlier ones are allowed to finish, and the failure reported
+is the earliest. Tool parameters that unwrap an elicitation outcome are steps
+too, so a declined answer stops exactly what a sequential run would stop.
+
+The engine never touches a wire. Questions go to a `Questioner` that the
+protocol layer puts on the Context: the handshake era asks mid-call, the
+2026-07-28 era answers from the retry or returns `PENDING`, and the engine
+then asks the questioner to turn the open questions into an
+`InputRequiredResult`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp_types import InputRequiredResult
+
+from ..elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
+from .markers import Elicit, ListRoots, Sample
+from .plan import ResolvedParameters, ResolverPlan
+from .questions import Question, has_capability, parse_answer, render_question, required_capability
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+__all__ = ["PENDING", "Questioner", "resolve_arguments"]
+
+PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
+"""Returned by a questioner that has no answer yet (2026-07-28): ask in the next round."""
+
+
+class Questioner(Protocol):
+    """Where a resolver's question goes; the protocol layer supplies one per request."""
+
+    async def ask(self, wire_key: str, question: Question) -> Any:
+        """Return the client's raw answer, or PENDING when it must be asked in a later round."""
+        ...
+
+    def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
+        """Build the round's result from the questions still open."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Unwrap:
+    """The sequential-order step at which a tool parameter takes its resolver's value."""
+
+    parameter: str
+    key: Hashable
+    wants_union: bool
+
+
+_Step = ResolverPlan | _Unwrap
+
+
+def _sequential_steps(
+    resolved_params: ResolvedParameters, plans: Mapping[Hashable, ResolverPlan]
+) -> list[_Step]:
+    """Resolvers and tool-parameter unwraps in the order a one-after-another run meets them."""
+    steps: list[_Step] = []
+    emitted: set[Hashable] = set()
+    by_order = sorted(plans.values(), key=lambda p: p.order)
+
+    def closure(key: Hashable, into: set[Hashable]) -> None:
+        if key in into:
+            return
+        into.add(key)
+        for _param, dep, _wants in plans[key].dependency_params:
+            closure(dep, into)
+
+    for parameter, (marker, wants_union) in resolved_params.items():
+        needed: set[Hashable] = set()
+        closure(marker.fn, needed)
+        steps.extend(p for p in by_order if p.key in needed and p.key not in emitted)
+        emitted |= needed
+        steps.append(_Unwrap(parameter, marker.fn, wants_union))
+    return steps
+
+
+def _consumer_value(parameter: str, outcome: Any, wants_union: bool) -> Any:
+    if isinstance(outcome, AcceptedElicitation):
+        return outcome if wants_union else outcome.data
+    if isinstance(outcome, (DeclinedElicitation, CancelledElicitation)):
+        if wants_union:
+            return outcome
+        raise ToolError(
+            f"Resolver for parameter '{parameter}' could not resolve: elicitation was {outcome.action}"
+        )
+    return AcceptedElicitation[Any](data=outcome) if wants_union else outcome
+
+
+class _CallRun:
+    """The state of one call's resolver run."""
+
+    def __init__(
+        self,
+        plans: Mapping[Hashable, ResolverPlan],
+        tool_args: Mapping[str, Any],
+        context: Context,
+        exit_stack: AsyncExitStack,
+    ) -> None:
+        self.plans = plans
+        self.tool_args = tool_args
+        self.context = context
+        self.questioner: Questioner | None = getattr(context, "_questioner", None)
+        self.exit_stack = exit_stack
+        self.outcomes: dict[Hashable, Any] = {}
+        self.pending: dict[Hashable, Question] = {}
+        self.blocked: set[Hashable] = set()
+        self.started: set[Hashable] = set()
+        self.scopes: dict[Hashable, anyio.CancelScope] = {}
+        self.failure: tuple[int, BaseException] | None = None
+        self.injected: dict[str, Any] = {}
+
+    async def execute(self, steps: list[_Step]) -> dict[str, Any] | InputRequiredResult:
+        position = {id(step): index for index, step in enumerate(steps)}
+        send, receive = anyio.create_memory_object_stream[tuple[Hashable, str, Any]](math.inf)
+        running = 0
+        async with anyio.create_task_group() as group, send, receive:
+            while True:
+                for index, step in enumerate(steps):
+                    if self.failure is not None and index > self.failure[0]:
+                        break
+                    try:
+                        if isinstance(step, _Unwrap):
+                            self._unwrap(step)
+                            continue
+                        if step.key in self.started or step.key in self.blocked:
+                            continue
+                        inputs = self._inputs_for(step)
+                    except ToolError as exc:
+                        self._fail(index, exc, position)
+                        continue
+                    if inputs is not None:
+                        self.started.add(step.key)
+                        scope = anyio.CancelScope()
+                        self.scopes[step.key] = scope
+                        group.start_soon(self._run_resolver, step, inputs, scope, send)
+                        running += 1
+                if running == 0:
+                    break
+                key, status, value = await receive.receive()
+                running -= 1
+                index = position[id(self.plans[key])]
+                if status == "ok":
+                    self.outcomes[key] = value
+                elif status == "pending":
+                    self.pending[key] = value
+                elif status == "error":
+                    self._fail(index, value, position)
+        if self.failure is not None:
+            raise self.failure[1]
+        if self.pending:
+            assert self.questioner is not None
+            ordered = sorted(self.pending.items(), key=lambda item: self.plans[item[0]].order)
+            return self.questioner.input_required({self.plans[k].wire_key: q for k, q in ordered})
+        return self.injected
+
+    def _fail(self, index: int, error: BaseException, position: dict[int, int]) -> None:
+        """Record a failure at `index`; the earliest failure wins and everything later is cancelled."""
+        if self.failure is not None and self.failure[0] < index:
+            return
+        self.failure = (index, error)
+        for key, scope in self.scopes.items():
+            if position[id(self.plans[key])] > index:
+                scope.cancel()
+
+    def _unwrap(self, step: _Unwrap) -> None:
+        if step.parameter in self.injected or step.key not in self.outcomes:
+            return
+        self.injected[step.parameter] = _consumer_value(
+            step.parameter, self.outcomes[step.key], step.wants_union
+        )
+
+    def _inputs_for(self, plan: ResolverPlan) -> dict[str, Any] | None:
+        """The resolver's arguments, or None while a dependency is still running or blocked.
+
+        Raises ToolError when a dependency's outcome cannot be unwrapped (declined).
+        """
+        inputs: dict[str, Any] = {}
+        for parameter, dep, wants_union in plan.dependency_params:
+            if dep in self.pending or dep in self.blocked:
+                self.blocked.add(plan.key)
+                return None
+            if dep not in self.outcomes:
+                return None
+            inputs[parameter] = _consumer_value(parameter, self.outcomes[dep], wants_union)
+        for parameter in plan.argument_params:
+            inputs[parameter] = self.tool_args[parameter]
+        for parameter in plan.context_params:
+            inputs[parameter] = self.context
+        return inputs
+
+    async def _run_resolver(
+        self,
+        plan: ResolverPlan,
+        inputs: dict[str, Any],
+        scope: anyio.CancelScope,
+        send: MemoryObjectSendStream[tuple[Hashable, str, Any]],
+    ) -> None:
+        status, value = "cancelled", None
+        with scope:
+            try:
+                value = await self._invoke(plan, inputs)
+                status = "pending" if isinstance(value, _Pending) else "ok"
+                if isinstance(value, _Pending):
+                    value = value.question
+            except Exception as exc:
+                status, value = "error", exc
+        send.send_nowait((plan.key, status, value))
+
+    async def _invoke(self, plan: ResolverPlan, inputs: dict[str, Any]) -> Any:
+        value = await _call_resolver(plan, inputs, self.exit_stack)
+        if not isinstance(value, (Elicit, Sample, ListRoots)):
+            return value
+        required = required_capability(value)
+        if not has_capability(self.context.client_capabilities_dict, required):
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Resolver {plan.name} needs a client capability the client did not declare",
+                {"requiredCapabilities": required},
+            )
+        if self.questioner is None:
+            raise ToolError(f"Resolver {plan.name} asked a question, but this request cannot ask the client")
+        question = render_question(value)
+        answer = await self.questioner.ask(plan.wire_key, question)
+        if answer is PENDING:
+            return _Pending(question)
+        try:
+            return parse_answer(value, answer)
+        except ValueError as exc:
+            raise ToolError(f"Resolver {plan.name} received an invalid answer: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Pending:
+    question: Question
+
+
+async def _call_resolver(plan: ResolverPlan, inputs: dict[str, Any], exit_stack: AsyncExitStack) -> Any:
+    fn = plan.fn
+    if plan.kind == "async":
+        return await fn(**inputs)
+    if plan.kind == "sync":
+        return await anyio.to_thread.run_sync(partial(fn, **inputs))
+    if plan.kind == "async_generator":
+        agen = fn(**inputs)
+        value = await agen.__anext__()
+        exit_stack.push_async_exit(partial(_finish_async_generator, agen, plan.name))
+        return value
+    gen = fn(**inputs)
+    value = await anyio.to_thread.run_sync(next, gen)
+    exit_stack.push_async_exit(partial(_finish_generator, gen, plan.name))
+    return value
+
+
+async def _finish_async_generator(
+    agen: Any, name: str, exc_type: Any, exc: BaseException | None, tb: Any
+) -> bool:
+    try:
+        if exc is None:
+            await agen.__anext__()
+        else:
+            await agen.athrow(exc)
+    except StopAsyncIteration:
+        return False
+    except BaseException as raised:
+        if raised is exc:
+            return False
+        raise
+    raise RuntimeError(f"resolver {name} yielded more than once")
+
+
+async def _finish_generator(gen: Any, name: str, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+    def finish() -> None:
+        try:
+            if exc is None:
+                next(gen)
+            else:
+                gen.throw(exc)
+        except StopIteration:
+            return
+        except BaseException as raised:
+            if raised is exc:
+                return
+            raise
+        raise RuntimeError(f"resolver {name} yielded more than once")
+
+    await anyio.to_thread.run_sync(finish)
+    return False
+
+
+async def resolve_arguments(
+    resolved_params: ResolvedParameters,
+    plans: Mapping[Hashable, ResolverPlan],
+    tool_args: Mapping[str, Any],
+    context: Context,
+    *,
+    exit_stack: AsyncExitStack | None = None,
+) -> dict[str, Any] | InputRequiredResult:
+    """Resolve every Resolve-marked tool parameter into a concrete value.
+
+    Returns the mapping of tool parameter name to injected value when every
+    resolver is satisfied. When a resolver still needs client input (and the
+    negotiated protocol is >= 2026-07-28), returns an InputRequiredResult
+    carrying the batched questions instead; the tool body is not run.
+
+    Pass `exit_stack` to keep generator resolvers open until the body has
+    run; without one their cleanup runs before this function returns.
+
+    Raises:
+        ToolError: If an elicited value is declined or cancelled and the
+            consumer asked for the unwrapped model, or a resolver raised it.
+    """
+    steps = _sequential_steps(resolved_params, plans)
+    if exit_stack is not None:
+        return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
+    async with AsyncExitStack() as own_stack:
+        return await _CallRun(plans, tool_args, context, own_stack).execute(steps)

@@ -1,0 +1,362 @@
+"""MCPServer: what a server offers (tools, resources, prompts) and the method table serving it.
+
+Registration does all the analysis (schemas, resolver plans); the method
+handlers here are era-free and return wire dicts. `protocol/` decides which
+era a request speaks and finishes results accordingly; `transports/` moves
+the bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal, TypeVar
+
+import anyio
+from mcp_types import Annotations, ToolAnnotations
+
+from .context import Context
+from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
+from .prompts import Prompt
+from .replay import MemoryReplayStore, ReplayStore
+from .resources import Resource, ResourceTemplate
+from .sealing import RequestStateSecurity
+from .signature import ArgumentError, Overrides
+from .tools import Tool
+
+__all__ = ["MCPServer"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+Handler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
+Lifespan = Callable[["MCPServer"], AbstractAsyncContextManager[Any]]
+CompletionHandler = Callable[..., Awaitable[Any]]
+
+RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
+
+
+class MCPServer:
+    """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        version: str | None = None,
+        instructions: str | None = None,
+        lifespan: Lifespan | None = None,
+        request_state_security: RequestStateSecurity | None = None,
+        replay_store: ReplayStore | None = None,
+        page_size: int = 100,
+        cache_ttl_ms: int = 0,
+    ) -> None:
+        self.name = name
+        self.version = version or "0.1.0"
+        self.instructions = instructions
+        self.page_size = page_size
+        self.cache_ttl_ms = cache_ttl_ms
+        self.request_state_security = request_state_security or RequestStateSecurity.from_env()
+        self.replay_store: ReplayStore = replay_store or MemoryReplayStore()
+        self.dependency_overrides = Overrides()
+        self.log = logging.getLogger(f"mcp_resolve.server.{name}")
+        self._lifespan = lifespan
+        self._lifespan_users = 0
+        self._lifespan_stack: Any = None
+        self.lifespan_context: Any = None
+        self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: dict[str, ResourceTemplate] = {}
+        self._prompts: dict[str, Prompt] = {}
+        self._completion: CompletionHandler | None = None
+        self._roots_changed: Callable[[], Awaitable[None]] | None = None
+        self._handlers: dict[str, Handler] = {
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._subscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+        }
+
+    # -- registration --------------------------------------------------------------------
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+        single_use: bool = False,
+        meta: dict[str, Any] | None = None,
+        icons: list[Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a tool. `single_use=True` makes each sealed requestState redeemable once (a refund)."""
+        if callable(name):
+            raise TypeError("use @mcp.tool() with parentheses")
+
+        def register(fn: F) -> F:
+            self.add_tool(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                annotations=annotations,
+                structured_output=structured_output,
+                single_use=single_use,
+                meta=meta,
+                icons=icons,
+            )
+            return fn
+
+        return register
+
+    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+        options.setdefault("name", None)
+        for key in ("title", "description", "annotations", "structured_output", "meta", "icons"):
+            options.setdefault(key, None)
+        options.setdefault("single_use", False)
+        tool = Tool(fn, overrides=self.dependency_overrides, **options)
+        self._tools[tool.name] = tool
+        return tool
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Annotations | dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource; a URI with `{variables}` registers a template."""
+
+        def register(fn: F) -> F:
+            options = dict(
+                uri=uri,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                annotations=annotations,
+                meta=meta,
+                overrides=self.dependency_overrides,
+            )
+            if "{" in uri:
+                template = ResourceTemplate(fn, **options)
+                self._templates[uri] = template
+            else:
+                self._resources[uri] = Resource(fn, **options)
+            return fn
+
+        return register
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[F], F]:
+        if callable(name):
+            raise TypeError("use @mcp.prompt() with parentheses")
+
+        def register(fn: F) -> F:
+            prompt = Prompt(
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                meta=meta,
+                overrides=self.dependency_overrides,
+            )
+            self._prompts[prompt.name] = prompt
+            return fn
+
+        return register
+
+    def completion(self) -> Callable[[F], F]:
+        """Register the argument-completion handler: `async def complete(ref, argument, context)`."""
+
+        def register(fn: F) -> F:
+            self._completion = fn
+            return fn
+
+        return register
+
+    def on_roots_changed(self, fn: F) -> F:
+        self._roots_changed = fn
+        return fn
+
+    # -- what the server is --------------------------------------------------------------
+    def server_info(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version}
+
+    def capabilities(self, *, modern: bool) -> dict[str, Any]:
+        capabilities: dict[str, Any] = {
+            "tools": {"listChanged": False},
+            "resources": {"listChanged": False} if modern else {"subscribe": True, "listChanged": False},
+            "prompts": {"listChanged": False},
+            "logging": {},
+        }
+        if self._completion is not None:
+            capabilities["completions"] = {}
+        return capabilities
+
+    def is_single_use(self, method: str, params: dict[str, Any]) -> bool:
+        if method != "tools/call":
+            return False
+        tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
+        return tool is not None and tool.single_use
+
+    async def roots_changed(self) -> None:
+        if self._roots_changed is not None:
+            await self._roots_changed()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[MCPServer]:
+        """Run the lifespan once however many transports or connections share this server."""
+        if self._lifespan_users == 0 and self._lifespan is not None:
+            self._lifespan_stack = self._lifespan(self)
+            self.lifespan_context = await self._lifespan_stack.__aenter__()
+        self._lifespan_users += 1
+        try:
+            yield self
+        finally:
+            self._lifespan_users -= 1
+            if self._lifespan_users == 0 and self._lifespan_stack is not None:
+                stack, self._lifespan_stack = self._lifespan_stack, None
+                with anyio.CancelScope(shield=True):
+                    await stack.__aexit__(None, None, None)
+                self.lifespan_context = None
+
+    def run(self, transport: Literal["stdio", "streamable-http"] = "stdio", **options: Any) -> None:
+        """Serve until stopped: stdio by default, or `transport="streamable-http"` (host, port, path)."""
+        if transport == "stdio":
+            from .transports.stdio import serve_stdio
+
+            anyio.run(serve_stdio, self)
+        elif transport == "streamable-http":
+            from .transports.http import serve_http
+
+            serve_http(self, **options)
+        else:
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'")
+
+    def streamable_http_app(self, path: str = "/mcp", **options: Any) -> Any:
+        """An ASGI app serving this server at `path`, to run with uvicorn or mount in Starlette/FastAPI."""
+        from .transports.http import create_app
+
+        return create_app(self, path=path, **options)
+
+    # -- the method table ----------------------------------------------------------------
+    async def call_handler(self, method: str, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        handler = self._handlers.get(method)
+        if handler is None:
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return await handler(params, context)
+
+    def _page(self, items: Sequence[Any], params: dict[str, Any]) -> tuple[Sequence[Any], str | None]:
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            try:
+                start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
+            except (binascii.Error, ValueError, UnicodeDecodeError):
+                raise MCPError(INVALID_PARAMS, "Invalid params: unknown cursor") from None
+            if start < 0 or start > len(items):
+                raise MCPError(INVALID_PARAMS, "Invalid params: unknown cursor")
+        end = start + self.page_size
+        next_cursor = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else None
+        return items[start:end], next_cursor
+
+    def _listing(self, key: str, definitions: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        page, next_cursor = self._page(definitions, params)
+        result: dict[str, Any] = {key: list(page)}
+        if next_cursor is not None:
+            result["nextCursor"] = next_cursor
+        return result
+
+    async def _list_tools(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        return self._listing("tools", [t.definition() for t in self._tools.values()], params)
+
+    async def _call_tool(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise MCPError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
+        tool = self._tools.get(name)
+        if tool is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        return await tool.call(arguments, context)
+
+    async def _list_resources(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        return self._listing("resources", [r.definition() for r in self._resources.values()], params)
+
+    async def _list_templates(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        return self._listing("resourceTemplates", [t.definition() for t in self._templates.values()], params)
+
+    async def _read_resource(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise MCPError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
+        try:
+            resource = self._resources.get(uri)
+            if resource is not None:
+                return await resource.read(context)
+            for template in self._templates.values():
+                variables = template.match(uri)
+                if variables is not None:
+                    return await template.read(uri, variables, context)
+        except ArgumentError as exc:
+            raise MCPError(INVALID_PARAMS, f"Invalid params for resource {uri}: {exc}") from None
+        code = INVALID_PARAMS if context.is_modern else RESOURCE_NOT_FOUND_HANDSHAKE
+        raise MCPError(code, f"Resource not found: {uri}", {"uri": uri})
+
+    async def _subscribe(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        if not isinstance(params.get("uri"), str):
+            raise MCPError(INVALID_PARAMS, "Invalid params: needs a string 'uri'")
+        return {}
+
+    async def _list_prompts(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        return self._listing("prompts", [p.definition() for p in self._prompts.values()], params)
+
+    async def _get_prompt(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        name = params.get("name")
+        prompt = self._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        try:
+            return await prompt.render(arguments, context)
+        except ArgumentError as exc:
+            raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {exc}") from None
+
+    async def _complete(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise MCPError(INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'")
+        values: Any = []
+        if self._completion is not None:
+            values = await self._completion(ref, argument, context) or []
+        if isinstance(values, dict):
+            completion = dict(values)
+        elif hasattr(values, "model_dump"):
+            completion = values.model_dump(by_alias=True, exclude_none=True, mode="json")
+        else:
+            values = [str(v) for v in values]
+            completion = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
+        return {"completion": completion}

@@ -1,0 +1,175 @@
+"""A handler's signature split three ways: model-facing arguments, the Context, resolved parameters.
+
+Tools, prompts and resource templates all take the same kinds of parameters,
+so the split happens once, here, at registration; each request then only
+validates its arguments and fills the rest.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Hashable, Mapping
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, get_type_hints
+
+import anyio
+from mcp_types import InputRequiredResult
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from .context import Context
+from .errors import InvalidSignature
+from .resolve.plan import (
+    ResolverPlan,
+    build_resolver_plans,
+    callable_name,
+    find_resolved_parameters,
+    is_context_annotation,
+    returns_input_required,
+)
+from .resolve.run import resolve_arguments
+
+__all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
+
+
+class Overrides(dict[Any, Callable[..., Any]]):
+    """`mcp.dependency_overrides`: a dict that remembers a version, so plans know to rebuild."""
+
+    version = 0
+
+    def __setitem__(self, key: Any, value: Callable[..., Any]) -> None:
+        super().__setitem__(key, value)
+        self.version += 1
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self.version += 1
+
+    def clear(self) -> None:
+        super().clear()
+        self.version += 1
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        self.version += 1
+        return super().pop(key, *default)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self.version += 1
+
+
+class ArgumentError(Exception):
+    """Arguments that failed validation; the message names each bad field."""
+
+
+_ARGUMENT_CONFIG = ConfigDict(arbitrary_types_allowed=True)
+
+
+@dataclass
+class HandlerSignature:
+    """What registration learned about a handler function."""
+
+    fn: Callable[..., Any]
+    name: str
+    arguments_model: type[BaseModel]
+    argument_names: tuple[str, ...]
+    context_params: tuple[str, ...]
+    resolved_params: dict[str, Any]
+    is_async: bool
+    overrides: Overrides
+    _plans: dict[Hashable, ResolverPlan] = field(default_factory=dict)
+    _plans_version: int = -1
+
+    @classmethod
+    def analyse(
+        cls, fn: Callable[..., Any], name: str, overrides: Overrides, *, model_suffix: str
+    ) -> HandlerSignature:
+        target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
+        try:
+            hints = get_type_hints(target, include_extras=True)
+        except Exception as exc:
+            raise InvalidSignature(f"cannot read the annotations of {callable_name(fn)}: {exc}") from exc
+        resolved = find_resolved_parameters(fn)
+        context_params: list[str] = []
+        fields: dict[str, Any] = {}
+        for param_name, param in inspect.signature(fn).parameters.items():
+            if param_name in resolved:
+                continue
+            annotation = hints.get(param_name, Any)
+            if is_context_annotation(annotation):
+                context_params.append(param_name)
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise InvalidSignature(
+                    f"{name}: variadic parameter {param_name!r} cannot be a model-facing argument"
+                )
+            if param_name.startswith("_"):
+                raise InvalidSignature(f"{name}: argument names cannot start with '_' ({param_name!r})")
+            default = param.default
+            if isinstance(default, FieldInfo):
+                fields[param_name] = (annotation, default)
+            else:
+                fields[param_name] = (annotation, ... if default is inspect.Parameter.empty else default)
+        if resolved and returns_input_required(fn):
+            raise InvalidSignature(
+                f"{name}: parameter {next(iter(resolved))!r} uses Resolve(...) and the return annotation declares "
+                "InputRequiredResult; a call has one requestState channel, so use one flow or the other"
+            )
+        model = create_model(f"{name}{model_suffix}", __config__=_ARGUMENT_CONFIG, **fields)
+        signature = cls(
+            fn=fn,
+            name=name,
+            arguments_model=model,
+            argument_names=tuple(fields),
+            context_params=tuple(context_params),
+            resolved_params=resolved,
+            is_async=inspect.iscoroutinefunction(target),
+            overrides=overrides,
+        )
+        signature.plans()  # analyse the resolver graph now: a bad graph fails at registration
+        return signature
+
+    def plans(self) -> dict[Hashable, ResolverPlan]:
+        if self._plans_version != self.overrides.version:
+            self._plans = build_resolver_plans(
+                self.resolved_params, set(self.argument_names), overrides=self.overrides
+            )
+            self._plans_version = self.overrides.version
+        return self._plans
+
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Validated argument values, as the body will see them; resolved names sent by a client are dropped."""
+        try:
+            validated = self.arguments_model.model_validate(dict(arguments or {}))
+        except ValidationError as exc:
+            raise ArgumentError(_describe(exc)) from None
+        return {name: getattr(validated, name) for name in self.argument_names}
+
+    async def invoke(self, arguments: dict[str, Any], context: Context, exit_stack: AsyncExitStack) -> Any:
+        """Run resolvers, then the body; returns the body's value or the round's InputRequiredResult."""
+        values = dict(arguments)
+        if self.resolved_params:
+            injected = await resolve_arguments(
+                self.resolved_params, self.plans(), arguments, context, exit_stack=exit_stack
+            )
+            if isinstance(injected, InputRequiredResult):
+                return injected
+            values.update(injected)
+        for param in self.context_params:
+            values[param] = context
+        if self.is_async:
+            return await self.fn(**values)
+        result = await anyio.to_thread.run_sync(partial(self.fn, **values))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(arguments)"
+        parts.append(f"{where}: {error['msg']}")
+    return "; ".join(parts)

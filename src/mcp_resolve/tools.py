@@ -1,0 +1,213 @@
+"""A registered tool: its wire description, and how a call becomes a `CallToolResult`.
+
+The input schema is the signature's model-facing arguments as pydantic sees
+them; a typed return adds an output schema and `structuredContent`. Every
+failure an author can cause (bad arguments, `ToolError`, a declined question,
+an unexpected exception) becomes a tool error result the model can read; only
+protocol problems become JSON-RPC errors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import logging
+import types
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+
+import pydantic_core
+from mcp_types import (
+    AudioContent,
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    InputRequiredResult,
+    ResourceLink,
+    TextContent,
+    ToolAnnotations,
+)
+from pydantic import BaseModel, TypeAdapter, create_model
+
+from .context import Context
+from .errors import MCPError, ToolError
+from .signature import ArgumentError, HandlerSignature, Overrides
+
+__all__ = ["Tool", "error_result", "to_content"]
+
+logger = logging.getLogger("mcp_resolve.tools")
+
+CONTENT_TYPES = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def to_content(value: Any) -> list[dict[str, Any]]:
+    """Any return value as a list of content blocks (wire dicts)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, CONTENT_TYPES):
+        return [_dump(value)]
+    to_block = getattr(value, "to_content_block", None)
+    if callable(to_block):
+        return [_dump(to_block())]
+    if isinstance(value, (list, tuple)):
+        blocks: list[dict[str, Any]] = []
+        for item in value:
+            blocks.extend(to_content(item))
+        return blocks
+    return [{"type": "text", "text": pydantic_core.to_json(value, fallback=str).decode()}]
+
+
+def error_result(tool_name: str, message: str) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": f"Error executing tool {tool_name}: {message}"}],
+        "isError": True,
+    }
+
+
+def _is_content_annotation(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, tuple, Union, types.UnionType):
+        return any(_is_content_annotation(arg) for arg in get_args(annotation) if arg is not Ellipsis)
+    return isinstance(annotation, type) and (
+        issubclass(annotation, (*CONTENT_TYPES, CallToolResult, InputRequiredResult))
+        or hasattr(annotation, "to_content_block")
+    )
+
+
+def _is_object_type(annotation: Any) -> bool:
+    if isinstance(annotation, type) and (
+        issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation) or is_typeddict(annotation)
+    ):
+        return True
+    return get_origin(annotation) is dict
+
+
+class _Output:
+    """How a typed return becomes `structuredContent`, decided once at registration."""
+
+    def __init__(self, tool_name: str, annotation: Any) -> None:
+        self.wrap = not _is_object_type(annotation)
+        if self.wrap:
+            model = create_model(f"{tool_name}Output", result=(annotation, ...))
+            self.schema = model.model_json_schema(mode="serialization")
+        else:
+            self.schema = TypeAdapter(annotation).json_schema(mode="serialization")
+        self.adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+
+    def structured(self, value: Any) -> Any:
+        dumped = self.adapter.dump_python(value, mode="json")
+        return {"result": dumped} if self.wrap else dumped
+
+
+class Tool:
+    """One tool: registered once, called many times."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        annotations: ToolAnnotations | dict[str, Any] | None,
+        structured_output: bool | None,
+        single_use: bool,
+        meta: dict[str, Any] | None,
+        icons: list[Any] | None,
+        overrides: Overrides,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.title = title
+        self.description = description if description is not None else inspect.getdoc(fn)
+        self.annotations = (
+            ToolAnnotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
+        )
+        self.single_use = single_use
+        self.meta = meta
+        self.icons = icons
+        self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
+        self.input_schema = self.signature.arguments_model.model_json_schema()
+        self.output = self._output_spec(structured_output)
+        self._definition: dict[str, Any] | None = None
+
+    def _output_spec(self, structured_output: bool | None) -> _Output | None:
+        if structured_output is False:
+            return None
+        try:
+            annotation = get_type_hints(self.fn).get("return", inspect.Signature.empty)
+        except Exception:
+            annotation = inspect.Signature.empty
+        if annotation in (inspect.Signature.empty, None, type(None)) or _is_content_annotation(annotation):
+            if structured_output:
+                raise TypeError(f"tool {self.name}: structured_output=True needs a typed, non-content return")
+            return None
+        return _Output(self.name, annotation)
+
+    def definition(self) -> dict[str, Any]:
+        if self._definition is None:
+            definition: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
+            if self.title:
+                definition["title"] = self.title
+            if self.description:
+                definition["description"] = self.description
+            if self.output is not None:
+                definition["outputSchema"] = self.output.schema
+            if self.annotations is not None:
+                definition["annotations"] = _dump(self.annotations)
+            if self.icons:
+                definition["icons"] = [_dump(i) if isinstance(i, BaseModel) else i for i in self.icons]
+            if self.meta:
+                definition["_meta"] = self.meta
+            self._definition = definition
+        return self._definition
+
+    async def call(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
+        """Run the tool; the answer is a CallToolResult or InputRequiredResult as a wire dict."""
+        try:
+            values = self.signature.validate(arguments)
+        except ArgumentError as exc:
+            return error_result(self.name, f"invalid arguments: {exc}")
+        try:
+            async with AsyncExitStack() as exit_stack:
+                value = await self.signature.invoke(values, context, exit_stack)
+        except ToolError as exc:
+            return error_result(self.name, str(exc))
+        except MCPError:
+            raise
+        except Exception as exc:
+            logger.exception("tool %s raised", self.name)
+            return error_result(self.name, _describe_unexpected(exc))
+        return self.convert_result(value)
+
+    def convert_result(self, value: Any) -> dict[str, Any]:
+        if isinstance(value, InputRequiredResult):
+            return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if isinstance(value, CallToolResult):
+            return _dump(value)
+        result: dict[str, Any] = {}
+        if self.output is not None:
+            structured = self.output.structured(value)
+            result["content"] = (
+                [{"type": "text", "text": value}]
+                if isinstance(value, str)
+                else [{"type": "text", "text": pydantic_core.to_json(structured).decode()}]
+            )
+            result["structuredContent"] = structured
+        else:
+            result["content"] = to_content(value)
+        result["isError"] = False
+        return result
+
+
+def _describe_unexpected(exc: Exception) -> str:
+    """A message for an exception the author did not mean to show: its text, never a traceback."""
+    text = str(exc).strip()
+    return text if text else f"unexpected {type(exc).__name__}"
