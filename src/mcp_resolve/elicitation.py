@@ -8,9 +8,8 @@ cannot show a form it does not understand and the person would be stuck.
 
 from __future__ import annotations
 
-import enum
 import types
-from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -46,7 +45,27 @@ class CancelledElicitation(BaseModel):
     action: Literal["cancel"] = "cancel"
 
 
-ElicitationResult = Union[AcceptedElicitation[ElicitSchemaModelT], DeclinedElicitation, CancelledElicitation]
+if TYPE_CHECKING:
+    ElicitationResult: TypeAlias = Union[
+        AcceptedElicitation[ElicitSchemaModelT], DeclinedElicitation, CancelledElicitation
+    ]
+else:
+
+    class _ElicitationResultAlias:
+        """`ElicitationResult[T]` at runtime.
+
+        Pydantic generic models do not take part in typing's TypeVar
+        substitution, so a plain Union alias could not be subscripted; this
+        builds the concrete union for each `T` instead.
+        """
+
+        def __getitem__(self, model: Any) -> Any:
+            return Union[AcceptedElicitation[model], DeclinedElicitation, CancelledElicitation]
+
+        def __repr__(self) -> str:
+            return "ElicitationResult"
+
+    ElicitationResult = _ElicitationResultAlias()
 """The full outcome of a question: annotate a consumer with it to branch on decline/cancel."""
 
 _OUTCOME_CLASSES = (DeclinedElicitation, CancelledElicitation)
@@ -147,12 +166,3 @@ def outcome_from_answer(
         )
         raise ValueError(f"answer does not match {model.__name__}: {problems}") from None
     return AcceptedElicitation[Any](data=data)
-
-
-def enum_values(annotation: Any) -> list[str] | None:
-    """The string values of an Enum or Literal annotation, for schema hints elsewhere."""
-    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
-        return [str(member.value) for member in annotation]
-    if get_origin(annotation) is Literal:
-        return [str(arg) for arg in get_args(annotation)]
-    return None

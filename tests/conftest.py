@@ -1,0 +1,39 @@
+"""Shared fixtures: the asyncio backend for anyio tests, and paths to the example servers."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+REFUND_DESK = EXAMPLES / "refund_desk" / "server.py"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def load_module(path: Path, name: str | None = None) -> ModuleType:
+    """Import a file as a fresh module (each call re-runs it: a new server, new counters)."""
+    module_name = name or f"_example_{path.parent.name}_{path.stem}_{id(path)}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def refund_desk() -> ModuleType:
+    """A fresh import of examples/refund_desk/server.py."""
+    return load_module(REFUND_DESK)
+
+
+PYTHON = sys.executable
