@@ -3,20 +3,38 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed
+NODE_STAMP := conformance/node_modules/.installed
 
-.PHONY: venv install test lint typecheck pytest demo clean
+.PHONY: venv install install-test test lint typecheck pytest demo conformance bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+$(DEMO_STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
+
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(NODE_STAMP): conformance/package.json conformance/package-lock.json
+	cd conformance && npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
 
 venv: $(PY)
 
-install: $(STAMP)
+install: $(DEMO_STAMP)
+
+install-test: $(STAMP)
+
+# The refund-desk story over stdio, HTTP (2026-07-28 rounds) and HTTP legacy (mid-call questions).
+demo: $(DEMO_STAMP)
+	$(PY) examples/refund_desk/client.py
+	$(PY) examples/refund_desk/client.py --http
+	$(PY) examples/refund_desk/client.py --http --legacy
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
@@ -28,7 +46,14 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(VENV)/bin/pytest -q
 
-test: lint typecheck pytest
+# The official MCP conformance harness against examples/everything, both wires.
+conformance: $(STAMP) $(NODE_STAMP)
+	$(PY) conformance/run.py
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+test: lint typecheck pytest conformance
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info conformance/node_modules
