@@ -1,0 +1,37 @@
+"""Bookshop, step 1: one dependency. `stock` comes from our inventory, never from the model.
+
+`reserve_book`'s input schema has a single `title` property; `check_stock`
+runs before the body and its `Stock` arrives as the `stock` argument.
+Run it: `mcp-resolve dev examples/bookshop/reserve.py` (Inspector) or `mcp-resolve run ...` (stdio).
+"""
+
+from typing import Annotated
+
+from pydantic import BaseModel
+
+from mcp_resolve import MCPServer, Resolve
+
+mcp = MCPServer("Bookshop")
+
+INVENTORY = {"Dune": 7, "Neuromancer": 0}
+
+
+class Stock(BaseModel):
+    title: str
+    copies: int
+
+
+async def check_stock(title: str) -> Stock:
+    return Stock(title=title, copies=INVENTORY.get(title, 0))
+
+
+@mcp.tool()
+async def reserve_book(title: str, stock: Annotated[Stock, Resolve(check_stock)]) -> str:
+    """Reserve a copy of a book."""
+    if stock.copies == 0:
+        return f"{title!r} is out of stock."
+    return f"Reserved {title!r} ({stock.copies - 1} copies left)."
+
+
+if __name__ == "__main__":
+    mcp.run()
