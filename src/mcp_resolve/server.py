@@ -198,6 +198,10 @@ class MCPServer:
         return fn
 
     # -- what the server is --------------------------------------------------------------
+    def components(self) -> list[Tool | Prompt | Resource | ResourceTemplate]:
+        """Everything registered (tools, prompts, resources, templates): for tools that inspect a server."""
+        return [*self._tools.values(), *self._prompts.values(), *self._resources.values(), *self._templates.values()]
+
     def server_info(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version}
 
