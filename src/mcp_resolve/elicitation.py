@@ -9,9 +9,10 @@ cannot show a form it does not understand and the person would be stuck.
 from __future__ import annotations
 
 import types
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, WithJsonSchema
 
 __all__ = [
     "AcceptedElicitation",
@@ -21,6 +22,7 @@ __all__ = [
     "form_schema",
     "is_elicitation_result_type",
     "outcome_from_answer",
+    "titled_choices",
 ]
 
 ElicitSchemaModelT = TypeVar("ElicitSchemaModelT", bound=BaseModel)
@@ -123,11 +125,14 @@ def _flatten_property(model: type[BaseModel], name: str, prop: dict[str, Any], d
         items = prop.get("items", {})
         if "$ref" in items:
             items = defs[items["$ref"].rsplit("/", 1)[-1]]
-        if items.get("type") != "string" or "enum" not in items:
+        if _titled_options(items.get("anyOf")):
+            prop["items"] = {"anyOf": [dict(option) for option in items["anyOf"]]}
+        elif items.get("type") == "string" and "enum" in items:
+            prop["items"] = {"type": "string", "enum": list(items["enum"])}
+        else:
             raise TypeError(
                 f"Elicitation schema {model.__name__}.{name}: only arrays of string enums are allowed"
             )
-        prop["items"] = {"type": "string", "enum": list(items["enum"])}
     elif kind not in _PRIMITIVE_TYPES:
         raise TypeError(
             f"Elicitation schema {model.__name__}.{name}: type {kind or 'object'!r} is not allowed; "
@@ -138,6 +143,32 @@ def _flatten_property(model: type[BaseModel], name: str, prop: dict[str, Any], d
     for key in ("$defs", "additionalProperties"):
         prop.pop(key, None)
     return prop
+
+
+def _titled_options(options: Any) -> bool:
+    """True for a non-empty list of `{"const": str, "title": str}`: a titled multi-select's items."""
+    return (
+        isinstance(options, list)
+        and bool(options)
+        and all(
+            isinstance(o, dict)
+            and set(o) == {"const", "title"}
+            and all(isinstance(v, str) for v in o.values())
+            for o in options
+        )
+    )
+
+
+def titled_choices(titles: Mapping[str, str], *, multiple: bool = False) -> WithJsonSchema:
+    """Display titles for a choice field: `Annotated` metadata on a `Literal[...]` or `list[Literal[...]]`.
+
+    The form shows each title and the answer carries the value, which pydantic
+    still checks against the Literal; `multiple=True` makes a multi-select.
+    """
+    options = [{"const": value, "title": title} for value, title in titles.items()]
+    if multiple:
+        return WithJsonSchema({"type": "array", "items": {"anyOf": options}})
+    return WithJsonSchema({"type": "string", "oneOf": options})
 
 
 def outcome_from_answer(

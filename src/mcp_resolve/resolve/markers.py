@@ -38,13 +38,16 @@ class Elicit(Generic[T]):
     The schema is a pydantic model restricted to what elicitation forms allow
     (flat object of strings, numbers, booleans and enums); it is checked when
     the question is rendered, so a bad model fails the call with a clear error.
+    `key` names the question in `inputRequests` when a client expects a
+    particular name; by default it is the resolver's module-qualified name.
     """
 
-    __slots__ = ("message", "schema")
+    __slots__ = ("key", "message", "schema")
 
-    def __init__(self, message: str, schema: type[T]) -> None:
+    def __init__(self, message: str, schema: type[T], *, key: str | None = None) -> None:
         self.message = message
         self.schema = schema
+        self.key = key
 
     def __repr__(self) -> str:
         return f"Elicit({self.message!r}, {self.schema.__name__})"
@@ -55,10 +58,12 @@ class Sample:
 
     On 2026-07-28 the request must render identically across rounds, because
     the recorded answer is matched to a digest of the rendered question.
+    `key` names the question on the wire, as for `Elicit`.
     """
 
     __slots__ = (
         "include_context",
+        "key",
         "max_tokens",
         "messages",
         "metadata",
@@ -83,7 +88,9 @@ class Sample:
         model_preferences: ModelPreferences | dict[str, Any] | Sequence[str] | str | None = None,
         tools: Sequence[Tool | dict[str, Any]] | None = None,
         tool_choice: ToolChoice | dict[str, Any] | None = None,
+        key: str | None = None,
     ) -> None:
+        self.key = key
         self.messages = _normalize_messages(messages)
         self.max_tokens = max_tokens
         self.system_prompt = system_prompt
@@ -110,7 +117,10 @@ class Sample:
 class ListRoots:
     """A resolver's request for the client's roots (`roots/list`)."""
 
-    __slots__ = ()
+    __slots__ = ("key",)
+
+    def __init__(self, *, key: str | None = None) -> None:
+        self.key = key
 
     def __repr__(self) -> str:
         return "ListRoots()"

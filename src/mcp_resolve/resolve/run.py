@@ -119,7 +119,9 @@ class _CallRun:
         self.questioner: Questioner | None = getattr(context, "_questioner", None)
         self.exit_stack = exit_stack
         self.outcomes: dict[Hashable, Any] = {}
-        self.pending: dict[Hashable, Question] = {}
+        self.pending: dict[Hashable, tuple[str, Question]] = {}
+        """Resolver -> (wire key, question) of the questions still open this round."""
+        self.wire_keys: dict[str, Hashable] = {}
         self.blocked: set[Hashable] = set()
         self.started: set[Hashable] = set()
         self.scopes: dict[Hashable, anyio.CancelScope] = {}
@@ -167,7 +169,7 @@ class _CallRun:
         if self.pending:
             assert self.questioner is not None
             ordered = sorted(self.pending.items(), key=lambda item: self.plans[item[0]].order)
-            return self.questioner.input_required({self.plans[k].wire_key: q for k, q in ordered})
+            return self.questioner.input_required(dict(pending for _key, pending in ordered))
         return self.injected
 
     def _fail(self, index: int, error: BaseException, position: dict[int, int]) -> None:
@@ -178,6 +180,17 @@ class _CallRun:
         for key, scope in self.scopes.items():
             if position[id(self.plans[key])] > index:
                 scope.cancel()
+
+    def _claim_wire_key(self, plan: ResolverPlan, chosen: str | None) -> str:
+        """The question's key on the wire: the marker's own `key`, else the plan's; one resolver per key."""
+        wire_key = chosen or plan.wire_key
+        owner = self.wire_keys.setdefault(wire_key, plan.key)
+        if owner != plan.key:
+            raise ToolError(
+                f"Resolvers {self.plans[owner].name} and {plan.name} both ask under the key {wire_key!r}; "
+                "give each question its own key"
+            )
+        return wire_key
 
     def _unwrap(self, step: _Unwrap) -> None:
         if step.parameter in self.injected or step.key not in self.outcomes:
@@ -218,7 +231,7 @@ class _CallRun:
                 value = await self._invoke(plan, inputs)
                 status = "pending" if isinstance(value, _Pending) else "ok"
                 if isinstance(value, _Pending):
-                    value = value.question
+                    value = (value.wire_key, value.question)
             except Exception as exc:
                 status, value = "error", exc
         send.send_nowait((plan.key, status, value))
@@ -236,10 +249,11 @@ class _CallRun:
             )
         if self.questioner is None:
             raise ToolError(f"Resolver {plan.name} asked a question, but this request cannot ask the client")
+        wire_key = self._claim_wire_key(plan, value.key)
         question = render_question(value)
-        answer = await self.questioner.ask(plan.wire_key, question)
+        answer = await self.questioner.ask(wire_key, question)
         if answer is PENDING:
-            return _Pending(question)
+            return _Pending(wire_key, question)
         try:
             return parse_answer(value, answer)
         except ValueError as exc:
@@ -248,6 +262,7 @@ class _CallRun:
 
 @dataclass(frozen=True)
 class _Pending:
+    wire_key: str
     question: Question
 
 
