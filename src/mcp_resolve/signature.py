@@ -113,9 +113,11 @@ class HandlerSignature:
             else:
                 fields[param_name] = (annotation, ... if default is inspect.Parameter.empty else default)
         if resolved and returns_input_required(fn):
+            parameter, (marker, _wants_union) = next(iter(resolved.items()))
             raise InvalidSignature(
-                f"{name}: parameter {next(iter(resolved))!r} uses Resolve(...) and the return annotation declares "
-                "InputRequiredResult; a call has one requestState channel, so use one flow or the other"
+                f"{name}: parameter {parameter!r} uses Resolve({callable_name(marker.fn)}) and the return "
+                "annotation declares InputRequiredResult; a call has one requestState channel, so use one "
+                "flow or the other"
             )
         model = create_model(f"{name}{model_suffix}", __config__=_ARGUMENT_CONFIG, **fields)
         signature = cls(

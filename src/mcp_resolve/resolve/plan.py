@@ -88,14 +88,18 @@ def _resolve_marker(annotation: Any) -> Resolve | None:
     return None
 
 
-def _buried_resolve(annotation: Any) -> bool:
+def _buried_resolve(annotation: Any) -> Resolve | None:
     """A Resolve hidden inside a union or a generic, where it cannot mean anything."""
     origin = get_origin(annotation)
     if origin is None:
-        return False
+        return None
     if origin is Annotated:
         return _buried_resolve(get_args(annotation)[0])
-    return any(_resolve_marker(arg) is not None or _buried_resolve(arg) for arg in get_args(annotation))
+    for arg in get_args(annotation):
+        found = _resolve_marker(arg) or _buried_resolve(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def find_resolved_parameters(fn: Callable[..., Any]) -> dict[str, tuple[Resolve, bool]]:
@@ -114,10 +118,13 @@ def find_resolved_parameters(fn: Callable[..., Any]) -> dict[str, tuple[Resolve,
         marker = _resolve_marker(annotation)
         if marker is not None:
             found[name] = (marker, is_elicitation_result_type(get_args(annotation)[0]))
-        elif _buried_resolve(annotation):
+            continue
+        buried = _buried_resolve(annotation)
+        if buried is not None:
             raise InvalidSignature(
-                f"{callable_name(fn)}: parameter {name!r} hides Resolve(...) inside a union or generic; "
-                "annotate it as Annotated[T, Resolve(fn)] at the top level"
+                f"{callable_name(fn)}: parameter {name!r} hides Resolve({callable_name(buried.fn)}) inside a "
+                "union or generic, where it cannot be filled; annotate it as Annotated[T, Resolve(fn)] at the "
+                "top level (use ElicitationResult[T] as T to receive a decline)"
             )
     return found
 
@@ -144,8 +151,8 @@ def returns_input_required(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _check_return_markers(fn: Callable[..., Any], name: str) -> None:
-    annotation = _type_hints(fn).get("return")
+def _check_return_markers(hints: dict[str, Any], where: str) -> None:
+    annotation = hints.get("return")
     if annotation is None:
         return
     marker_arms = [
@@ -153,7 +160,7 @@ def _check_return_markers(fn: Callable[..., Any], name: str) -> None:
     ]
     if len(marker_arms) > 1:
         raise InvalidSignature(
-            f"resolver {name}: its return annotation has {len(marker_arms)} question arms "
+            f"{where}: its return annotation has {len(marker_arms)} question arms "
             f"({', '.join(getattr(a, '__name__', repr(a)) for a in marker_arms)}); a resolver asks at most "
             "one kind of question, split it into one resolver per question"
         )
@@ -178,6 +185,9 @@ def build_resolver_plans(
 ) -> dict[Hashable, ResolverPlan]:
     """Statically analyze the resolver DAG rooted at a tool's resolved parameters.
 
+    Every message names the resolver at fault and the parameter through which
+    it was reached, so a bad graph can be fixed from the error alone.
+
     Raises:
         InvalidSignature: If a resolver has a cyclic dependency, or a resolver
             parameter cannot be classified (not a Context, not a Resolve(...),
@@ -189,35 +199,38 @@ def build_resolver_plans(
     visiting: list[Hashable] = []
     wire_keys_seen: dict[str, int] = {}
 
-    def visit(marker: Resolve, path: list[str]) -> Hashable:
+    def visit(marker: Resolve, path: list[str], consumer: str) -> Hashable:
         key: Hashable = marker.fn
         if key in plans:
             return key
         fn = overrides.get(key, marker.fn)
         name = callable_name(fn)
+        where = f"resolver {name} (filling {consumer})"
         if key in visiting:
-            cycle = " -> ".join([*path[path.index(name) :], name]) if name in path else name
-            raise InvalidSignature(f"resolver {name} depends on itself: {cycle}")
+            cycle = " -> ".join([*path[visiting.index(key) :], name])
+            raise InvalidSignature(f"{where} depends on itself: {cycle}")
         visiting.append(key)
-        _check_return_markers(fn, name)
         hints = _type_hints(fn)
+        _check_return_markers(hints, where)
         context_params: list[str] = []
         argument_params: list[str] = []
         dependency_params: list[tuple[str, Hashable, bool]] = []
         for param_name, param in inspect.signature(fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise InvalidSignature(
-                    f"resolver {name}: parameter {param_name!r} is variadic; resolver parameters are filled "
-                    "by name"
+                    f"{where}: parameter {param_name!r} is variadic; resolver parameters are filled by name"
                 )
             annotation = hints.get(param_name)
             dependency = _resolve_marker(annotation) if annotation is not None else None
+            buried = _buried_resolve(annotation) if annotation is not None and dependency is None else None
             if dependency is not None:
                 wants_union = is_elicitation_result_type(get_args(annotation)[0])
-                dependency_params.append((param_name, visit(dependency, [*path, name]), wants_union))
-            elif annotation is not None and _buried_resolve(annotation):
+                dependency_key = visit(dependency, [*path, name], f"parameter {param_name!r} of {name}")
+                dependency_params.append((param_name, dependency_key, wants_union))
+            elif buried is not None:
                 raise InvalidSignature(
-                    f"resolver {name}: parameter {param_name!r} hides Resolve(...) inside a union or generic"
+                    f"{where}: parameter {param_name!r} hides Resolve({callable_name(buried.fn)}) inside a "
+                    "union or generic; annotate it as Annotated[T, Resolve(fn)] at the top level"
                 )
             elif annotation is not None and is_context_annotation(annotation):
                 context_params.append(param_name)
@@ -225,19 +238,18 @@ def build_resolver_plans(
                 argument_params.append(param_name)
             else:
                 raise InvalidSignature(
-                    f"resolver {name}: cannot classify parameter {param_name!r}: it is not the Context, "
+                    f"{where}: cannot classify parameter {param_name!r}: it is not the Context, "
                     "not Annotated[..., Resolve(...)], and not the name of a tool argument "
                     f"(tool arguments: {', '.join(sorted(tool_arg_names)) or 'none'})"
                 )
         visiting.pop()
-        base_key = name
-        count = wire_keys_seen.get(base_key, 0) + 1
-        wire_keys_seen[base_key] = count
+        count = wire_keys_seen.get(name, 0) + 1
+        wire_keys_seen[name] = count
         plans[key] = ResolverPlan(
             key=key,
             fn=fn,
             name=name,
-            wire_key=base_key if count == 1 else f"{base_key}#{count}",
+            wire_key=name if count == 1 else f"{name}#{count}",
             kind=_kind_of(fn),
             order=len(plans),
             context_params=tuple(context_params),
@@ -246,6 +258,6 @@ def build_resolver_plans(
         )
         return key
 
-    for marker, _wants_union in resolved_params.values():
-        visit(marker, [])
+    for parameter, (marker, _wants_union) in resolved_params.items():
+        visit(marker, [], f"parameter {parameter!r}")
     return plans
