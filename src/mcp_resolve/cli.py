@@ -1,0 +1,344 @@
+"""The `mcp-resolve` command: serve a server file, check it, draw its resolver graphs, open it in the Inspector.
+
+Every subcommand starts from `FILE[:OBJECT]`: the file is imported by path
+and OBJECT (default: the variable `mcp`, else the first `MCPServer` in the
+module) is the server. Importing a server is registering it, and registration
+analyses every resolver graph, so a bad graph surfaces as `InvalidSignature`
+before anything is served.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from .errors import InvalidSignature
+from .prompts import Prompt
+from .resolve.markers import Elicit, ListRoots, Sample
+from .resolve.plan import ResolverPlan
+from .resources import Resource, ResourceTemplate
+from .server import MCPServer
+from .tools import Tool
+
+__all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main"]
+
+Component = Tool | Prompt | Resource | ResourceTemplate
+INSPECTOR = "@modelcontextprotocol/inspector"
+NO_NPX = (
+    "mcp-resolve dev opens the MCP Inspector with npx, and npx is not on PATH.\n"
+    "Install Node.js 18 or newer (https://nodejs.org), which provides npx, then run this again;\n"
+    "or serve without the Inspector: mcp-resolve run {target}"
+)
+
+
+class CLIError(Exception):
+    """A problem with what was asked on the command line: reported in one line, exit status 1."""
+
+
+# -- finding the server ----------------------------------------------------------------------
+def split_target(spec: str) -> tuple[Path, str | None]:
+    """`path/to/server.py:obj` -> (path, "obj"); a colon not followed by a Python name stays in the path."""
+    path_text, sep, obj = spec.rpartition(":")
+    if sep and path_text and obj and all(part.isidentifier() for part in obj.split(".")):
+        return Path(path_text), obj
+    return Path(spec), None
+
+
+def _module_name(path: Path) -> str:
+    """The stem when it is free, so resolver question keys read naturally and match across workers."""
+    stem = path.stem
+    if stem.isidentifier() and stem not in sys.modules:
+        return stem
+    return "mcp_resolve_app_" + re.sub(r"\W", "_", stem)
+
+
+def import_file(path: Path) -> types.ModuleType:
+    """Import a file as a script would run it: its folder first on sys.path, so sibling imports work."""
+    if not path.is_file():
+        raise CLIError(f"no such file: {path}")
+    path = path.resolve()
+    name = _module_name(path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CLIError(f"cannot import {path}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent))
+    sys.modules[name] = module  # pydantic resolves the module's annotations through sys.modules
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def load_server(spec: str) -> MCPServer:
+    """The `MCPServer` that `FILE[:OBJECT]` names."""
+    path, obj = split_target(spec)
+    module = import_file(path)
+    if obj is not None:
+        value: Any = module
+        for part in obj.split("."):
+            if not hasattr(value, part):
+                raise CLIError(f"{path} has no {obj!r}")
+            value = getattr(value, part)
+        if not isinstance(value, MCPServer):
+            raise CLIError(f"{path}:{obj} is a {type(value).__name__}, not an MCPServer")
+        return value
+    found = getattr(module, "mcp", None)
+    if isinstance(found, MCPServer):
+        return found
+    for value in vars(module).values():
+        if isinstance(value, MCPServer):
+            return value
+    raise CLIError(f"{path} defines no MCPServer; name one with {path}:OBJECT")
+
+
+# -- check -----------------------------------------------------------------------------------
+def check(server: MCPServer) -> str:
+    """Re-run registration analysis (with any dependency_overrides applied) and summarise the server."""
+    components = server.components()
+    resolvers: set[Any] = set()
+    for component in components:
+        resolvers.update(component.signature.plans())
+
+    def count(kind: type, noun: str) -> str:
+        n = sum(isinstance(c, kind) for c in components)
+        return f"{n} {noun}{'' if n == 1 else 's'}"
+
+    kinds = ", ".join(
+        count(kind, noun)
+        for kind, noun in (
+            (Tool, "tool"),
+            (Prompt, "prompt"),
+            (Resource, "resource"),
+            (ResourceTemplate, "template"),
+        )
+    )
+    return f"OK {server.name}: {kinds}, {len(resolvers)} resolver{'' if len(resolvers) == 1 else 's'}"
+
+
+# -- graph -----------------------------------------------------------------------------------
+def _short(name: str) -> str:
+    return name.rpartition(":")[2]
+
+
+def _label(component: Component) -> str:
+    if isinstance(component, Tool):
+        return f"tool {component.name}"
+    if isinstance(component, Prompt):
+        return f"prompt {component.name}"
+    if isinstance(component, ResourceTemplate):
+        return f"resource template {component.uri}"
+    return f"resource {component.uri}"
+
+
+def _key(component: Component) -> str:
+    return component.name if isinstance(component, (Tool, Prompt)) else component.uri
+
+
+def question_of(fn: Callable[..., Any]) -> str | None:
+    """What a resolver may ask, read from its return annotation's marker arm (None: it never asks)."""
+    target = fn if isinstance(fn, (types.FunctionType, types.MethodType)) else getattr(fn, "__call__", fn)  # noqa: B004
+    try:
+        annotation = get_type_hints(target).get("return")
+    except Exception:
+        return None
+    origin = get_origin(annotation)
+    arms = get_args(annotation) if origin in (Union, types.UnionType) else (annotation,)
+    for arm in arms:
+        marker = get_origin(arm) or arm
+        if marker is Elicit:
+            shape = get_args(arm)
+            return f"asks the person: Elicit[{shape[0].__name__}]" if shape else "asks the person: Elicit"
+        if marker is Sample:
+            return "samples the client's LLM: Sample"
+        if marker is ListRoots:
+            return "asks for the client's roots: ListRoots"
+    return None
+
+
+Node = tuple[str, Any]
+"""("argument", name), ("context", None), ("resolver", plan key) or ("body", None)."""
+
+
+def _edges(component: Component, plans: dict[Any, ResolverPlan]) -> list[tuple[Node, Node, str]]:
+    """(source, target, parameter) for every edge of one component's graph."""
+    edges: list[tuple[Node, Node, str]] = []
+    for plan in sorted(plans.values(), key=lambda p: p.order):
+        target: Node = ("resolver", plan.key)
+        edges.extend((("argument", arg), target, arg) for arg in plan.argument_params)
+        edges.extend((("context", None), target, param) for param in plan.context_params)
+        for param, dependency, wants_union in plan.dependency_params:
+            edges.append(
+                (("resolver", dependency), target, param + (" (full outcome)" if wants_union else ""))
+            )
+    for param, (marker, wants_union) in component.signature.resolved_params.items():
+        suffix = " (full outcome)" if wants_union else ""
+        edges.append((("resolver", marker.fn), ("body", None), param + suffix))
+    return edges
+
+
+def _resolver_names(plans: dict[Any, ResolverPlan]) -> dict[Any, str]:
+    """Short names, or module-qualified ones where two resolvers share a short name."""
+    short = [_short(plan.name) for plan in plans.values()]
+    return {
+        plan.key: _short(plan.name) if short.count(_short(plan.name)) == 1 else plan.name
+        for plan in plans.values()
+    }
+
+
+def _node_name(node: Node, names: dict[Any, str], component: Component) -> str:
+    kind, ref = node
+    if kind == "resolver":
+        return names[ref]
+    return {"argument": f"argument {ref}", "context": "Context"}.get(kind, _key(component))
+
+
+def graph_text(components: Sequence[Component]) -> str:
+    """Each component's resolvers in the order a one-after-another run visits them, then every edge."""
+    out: list[str] = []
+    for component in components:
+        plans = component.signature.plans()
+        out.append(f"{_label(component)}({', '.join(component.signature.argument_names)})")
+        if not plans:
+            out.extend(["  no resolvers", ""])
+            continue
+        names = _resolver_names(plans)
+
+        out.append("  resolvers:")
+        for plan in sorted(plans.values(), key=lambda p: p.order):
+            params = [*plan.argument_params, *plan.context_params, *(d[0] for d in plan.dependency_params)]
+            head = f"{names[plan.key]}({', '.join(params)})"
+            question = question_of(plan.fn)
+            out.append(f"    {head:<40} {question}" if question else f"    {head}")
+        out.append("  edges:")
+        out.extend(
+            f"    {_node_name(source, names, component)} -> {_node_name(target, names, component)}.{param}"
+            for source, target, param in _edges(component, plans)
+        )
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def graph_mermaid(components: Sequence[Component]) -> str:
+    """A Mermaid flowchart: one subgraph per component; hexagons ask questions, stadiums are inputs."""
+    out = ["flowchart LR"]
+    for index, component in enumerate(components):
+        plans = component.signature.plans()
+        names = _resolver_names(plans)
+        prefix = f"c{index}"
+        out.append(f'  subgraph {prefix} ["{_label(component)}"]')
+        out.append(f'    {prefix}_body[["{_key(component)}"]]')
+        ids: dict[Node, str] = {("body", None): f"{prefix}_body"}
+        for plan in sorted(plans.values(), key=lambda p: p.order):
+            node = ids[("resolver", plan.key)] = f"{prefix}_r{plan.order}"
+            question = question_of(plan.fn)
+            if question:
+                out.append(f'    {node}{{{{"{names[plan.key]}<br/>{question}"}}}}')
+            else:
+                out.append(f'    {node}["{names[plan.key]}"]')
+        edges = _edges(component, plans)
+        for source, _target, _param in edges:
+            if source not in ids:
+                kind, ref = source
+                ids[source] = f"{prefix}_ctx" if kind == "context" else f"{prefix}_a_{ref}"
+                out.append(f'    {ids[source]}(["{"Context" if kind == "context" else ref}"])')
+        out.extend(f'    {ids[source]} -->|"{param}"| {ids[target]}' for source, target, param in edges)
+        out.append("  end")
+    return "\n".join(out) + "\n"
+
+
+# -- run and dev -----------------------------------------------------------------------------
+def _serve(server: MCPServer, args: argparse.Namespace) -> int:
+    if not args.http:
+        server.run()
+        return 0
+    server.run(transport="streamable-http", host=args.host, port=args.port, path=args.path)
+    return 0
+
+
+def _dev(spec: str) -> int:
+    npx = shutil.which("npx")
+    if npx is None:
+        print(NO_NPX.format(target=spec), file=sys.stderr)
+        return 1
+    path, obj = split_target(spec)
+    target = os.fspath(path.resolve()) + (f":{obj}" if obj else "")
+    command = [npx, "--yes", INSPECTOR, "--", sys.executable, "-m", "mcp_resolve", "run", target]
+    print(f"Opening the MCP Inspector on {spec} (stdio): {' '.join(command)}", file=sys.stderr)
+    try:
+        return subprocess.call(command)
+    except KeyboardInterrupt:
+        return 130
+
+
+# -- the command line ------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-resolve", description="Serve, check and inspect mcp-resolve servers."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    target_help = "a server file, optionally :OBJECT (default: the variable `mcp`, else the first MCPServer)"
+
+    run = commands.add_parser("run", help="serve a server (stdio by default)")
+    run.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
+    run.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    run.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+
+    check_cmd = commands.add_parser("check", help="import the server and analyse every resolver graph")
+    check_cmd.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
+
+    graph = commands.add_parser("graph", help="print each tool's resolver graph")
+    graph.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
+    graph.add_argument("--tool", metavar="NAME", help="only this tool (or prompt, or resource URI)")
+    graph.add_argument("--format", choices=("text", "mermaid"), default="text")
+
+    dev = commands.add_parser("dev", help="open the server in the MCP Inspector (needs Node.js)")
+    dev.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
+    return parser
+
+
+def _graph(server: MCPServer, args: argparse.Namespace) -> str:
+    everything = server.components()
+    if args.tool is not None:
+        chosen = [c for c in everything if _key(c) == args.tool]
+        if not chosen:
+            names = ", ".join(_key(c) for c in everything) or "none"
+            raise CLIError(f"{server.name} has no tool {args.tool!r} (it has: {names})")
+    else:
+        chosen = [c for c in everything if isinstance(c, Tool) or c.signature.plans()]
+    return graph_mermaid(chosen) if args.format == "mermaid" else graph_text(chosen)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "dev":
+            load_server(args.target)  # fail here, readably, rather than inside the Inspector
+            return _dev(args.target)
+        server = load_server(args.target)
+        if args.command == "run":
+            return _serve(server, args)
+        if args.command == "check":
+            print(check(server))
+        else:
+            sys.stdout.write(_graph(server, args))
+    except InvalidSignature as exc:
+        print(f"InvalidSignature: {exc}", file=sys.stderr)
+        return 1
+    except CLIError as exc:
+        print(f"mcp-resolve: {exc}", file=sys.stderr)
+        return 1
+    return 0
