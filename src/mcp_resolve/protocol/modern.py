@@ -22,7 +22,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..context import LOG_LEVELS
+from ..context import LOG_LEVELS, RequestScope
 from ..errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, InvalidRequestState, MCPError
 from ..resolve.questions import Question
 from ..resolve.run import PENDING
@@ -32,7 +32,18 @@ from ..sealing import StateBinding, digest_arguments
 if TYPE_CHECKING:
     from ..server import MCPServer
 
-__all__ = ["MULTI_ROUND_METHODS", "BatchQuestioner", "Envelope", "discover", "finish_result", "read_envelope"]
+__all__ = [
+    "MULTI_ROUND_METHODS",
+    "BatchQuestioner",
+    "Envelope",
+    "discover",
+    "expose_round",
+    "finish_result",
+    "open_state",
+    "read_envelope",
+    "seal_state",
+    "state_binding",
+]
 
 MULTI_ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 CACHEABLE_METHODS = frozenset(
@@ -125,7 +136,14 @@ def state_binding(
 async def open_state(
     server: MCPServer, method: str, params: dict[str, Any], principal: str | None, *, single_use: bool
 ) -> dict[str, Any]:
-    """Unseal an echoed requestState in place; the handler gets the plaintext. Any failure is the frozen error."""
+    """Unseal an echoed requestState; the handler gets the plaintext. Any failure is the frozen error.
+
+    A JSON null is no state at all (a first round). For a single-use tool the
+    state is claimed before anything runs, on every round rather than only
+    the last: claiming only on completion would let two concurrent copies
+    both run, and an unclaimed earlier round could be replayed to mint a
+    fresh final-round state. A client whose round was lost starts over.
+    """
     token = params.get("requestState")
     if token is None:
         return params
@@ -133,12 +151,19 @@ async def open_state(
     try:
         opened = server.request_state_security.unseal(token, binding)
     except InvalidRequestState as exc:
-        server.log.warning("rejected requestState on %s %s: %s", method, binding.target, exc)
+        server.log.warning("rejected requestState on %s %r: %s", method, binding.target, exc)
         raise MCPError.invalid_state() from None
     if single_use and not await server.replay_store.claim(opened.state_id, opened.expires_at):
-        server.log.warning("rejected replayed requestState on %s %s", method, binding.target)
+        server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
         raise MCPError.invalid_state()
     return {**params, "requestState": opened.payload.decode("utf-8", "replace")}
+
+
+def expose_round(scope: RequestScope, params: dict[str, Any]) -> None:
+    """Give hand-written handlers this round's verified plaintext state and the client's answers."""
+    state, responses = params.get("requestState"), params.get("inputResponses")
+    scope.request_state = state if isinstance(state, str) else None
+    scope.input_responses = responses if isinstance(responses, dict) else {}
 
 
 def seal_state(

@@ -227,6 +227,8 @@ class Connection:
             None,
         )
         scope.questioner = modern.BatchQuestioner(params)
+        if method in modern.MULTI_ROUND_METHODS:
+            modern.expose_round(scope, params)
         result = await server.call_handler(method, params, Context(scope))
         if method in modern.MULTI_ROUND_METHODS and result.get("resultType") == "input_required":
             modern.seal_state(server, method, request.params, self.principal, result)
