@@ -76,6 +76,8 @@ class RequestScope:
     headers: Mapping[str, str] | None = None
     principal: str | None = None
     questioner: Questioner | None = None
+    request_state: str | None = None
+    input_responses: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -158,6 +160,25 @@ class Context(Generic[LifespanT, RequestT]):
     @property
     def is_modern(self) -> bool:
         return self._scope.era == "modern"
+
+    # -- multi-round state (2026-07-28) --------------------------------------------------
+    @property
+    def request_state(self) -> str | None:
+        """The plaintext `requestState` this round echoes, or None on a first round.
+
+        Already unsealed and checked against this request before the handler
+        runs, so a hand-written multi-round handler can trust it as its own;
+        what it returns in an `InputRequiredResult` is sealed on the way out.
+        """
+        return self._scope.request_state
+
+    @property
+    def input_responses(self) -> dict[str, Any]:
+        """The client's answers to the previous round's `inputRequests`, by key.
+
+        Not covered by the seal: the client wrote them, so validate them.
+        """
+        return self._scope.input_responses
 
     # -- side channels -------------------------------------------------------------------
     async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> None:
