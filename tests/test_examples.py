@@ -1,0 +1,135 @@
+"""The examples as a new user runs them: the refund-desk client on every path, the bookshop client on both eras."""
+
+import subprocess
+from dataclasses import replace
+from typing import Annotated
+
+import pytest
+
+from conftest import EXAMPLES, PYTHON, load_module
+from mcp_resolve import Elicit, Resolve
+
+pytestmark = pytest.mark.slow
+
+REFUND_CLIENT = EXAMPLES / "refund_desk" / "client.py"
+BOOKSHOP_CLIENT = EXAMPLES / "bookshop" / "client.py"
+
+RECEIPTS = (
+    "receipt: refunded 999 cents for ORD-7001, not restocked",
+    "receipt: refunded 4800 cents for ORD-7002, restocked",
+    "receipt: refunded 2400 cents for ORD-7002, not restocked",
+)
+ERRORS = (
+    "error: Error executing tool refund_order: order has no item 'mystery-hat'",
+    "error: Error executing tool refund_order: Resolver for parameter 'scope' could not resolve: "
+    "elicitation was decline",
+    "error: Error executing tool refund_order: unknown order 'ORD-9999'",
+)
+
+
+def run_example(path: object, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, str(path), *args], capture_output=True, text=True, timeout=120)
+
+
+def assert_story(done: subprocess.CompletedProcess[str], *, rounds: list[str]) -> None:
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert "The model sees refund_order(order_id, reason); required: order_id, reason." in out
+    for line in (*RECEIPTS, *ERRORS):
+        assert line in out
+    positions = [out.index(line) for line in (RECEIPTS[0], RECEIPTS[1], RECEIPTS[2], *ERRORS)]
+    assert positions == sorted(positions), "the six calls ran out of order"
+    assert [
+        line.strip() for line in out.splitlines() if "round trips:" in line or "requests:" in line
+    ] == rounds
+    assert (
+        out.count("? Order ORD-7002 has several items (trail-boots, wool-socks). Refund the whole order?")
+        == 4
+    )
+    assert "? Restock trail-boots, wool-socks?" in out and "? Restock wool-socks?" in out
+    assert "Questions asked over the whole story: {'scope': 4, 'restock': 2}" in out
+    assert "FAILED" not in out
+
+
+MODERN_ROUNDS = [f"round trips: {n}" for n in (1, 3, 3, 2, 2, 1)]
+LEGACY_REQUESTS = ["requests: 1 (questions were asked mid-call)"] * 6
+
+
+def test_refund_desk_over_stdio() -> None:
+    done = run_example(REFUND_CLIENT)
+    assert "Refund desk over stdio, protocol 2026-07-28" in done.stdout
+    assert_story(done, rounds=MODERN_ROUNDS)
+    assert "All checks passed (stdio, protocol 2026-07-28)." in done.stdout
+
+
+def test_refund_desk_over_stdio_legacy() -> None:
+    done = run_example(REFUND_CLIENT, "--legacy")
+    assert_story(done, rounds=LEGACY_REQUESTS)
+    assert "All checks passed (stdio, protocol 2025-11-25)." in done.stdout
+
+
+@pytest.mark.anyio
+async def test_refund_desk_client_catches_a_wrong_server() -> None:
+    """The client's checks are real: a desk that refunds the wrong amount, or asks again, is reported."""
+    client_module = load_module(REFUND_CLIENT)
+    server = load_module(EXAMPLES / "refund_desk" / "server.py")
+    digital = server.ORDERS["ORD-7001"][0]
+    server.ORDERS["ORD-7001"] = (replace(digital, cents=1999),)
+    lines: list[str] = []
+    person = client_module.Person(lines.append)
+    async with client_module.CountingClient(server.mcp, elicitation_handler=person) as client:
+        failures = await client_module.play(client, person, lines.append)
+    assert failures == [
+        "call 1: expected a receipt with {'cents': 999, 'restocked': False}, got "
+        '\'{"order_id":"ORD-7001","reason":"the download never arrived","cents":1999,'
+        '"restocked":false}\''
+    ]
+
+
+@pytest.mark.anyio
+async def test_refund_desk_client_counts_questions() -> None:
+    """If the scope question fired once per consumer instead of once per call, the counters say so."""
+    client_module = load_module(REFUND_CLIENT)
+    server = load_module(EXAMPLES / "refund_desk" / "server.py")
+
+    async def scope_again(
+        order: Annotated[server.Order, Resolve(server.load_order)],
+    ) -> server.Scope | Elicit[server.Scope]:
+        return await server.refund_scope(order)
+
+    async def ask_restock_own_scope(
+        order: Annotated[server.Order, Resolve(server.load_order)],
+        scope: Annotated[server.Scope, Resolve(scope_again)],
+    ) -> server.Restock | Elicit[server.Restock]:
+        return await server.ask_restock(order, scope)
+
+    server.mcp.dependency_overrides[server.ask_restock] = ask_restock_own_scope
+    lines: list[str] = []
+    person = client_module.Person(lines.append)
+    async with client_module.CountingClient(server.mcp, elicitation_handler=person) as client:
+        failures = await client_module.play(client, person, lines.append)
+    assert person.counts["scope"] > 4
+    assert f"question counters {{'scope': {person.counts['scope']}, 'restock': 2}}" in failures[-1]
+    assert (
+        "call 2: the person was asked ['scope', 'scope', 'restock'], expected ['scope', 'restock']"
+        in failures
+    )
+
+
+@pytest.mark.parametrize("args", [[], ["--legacy"]], ids=["2026-07-28", "legacy"])
+def test_bookshop_client(args: list[str]) -> None:
+    done = run_example(BOOKSHOP_CLIENT, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    for line in (
+        "[ok ] input schema properties: ['title']",
+        "[ok ] Dune with a forged stock argument (ignored): Reserved 'Dune' (6 copies left).",
+        "[ok ] inventory lookups for that call: 1",
+        "[ok ] lookups for Dune after a second call (once per call, never cached): 2",
+        "[ok ] Neuromancer, person says yes: Backordered 'Neuromancer'; it ships in 2-3 weeks.",
+        "[ok ] Neuromancer, person says no: No order placed.",
+        "[ok ] Neuromancer, person declines to answer: Error executing tool order_book: "
+        "Resolver for parameter 'backorder' could not resolve: elicitation was decline",
+    ):
+        assert line in out
+    assert "BAD" not in out and out.rstrip().endswith("All checks passed.")
