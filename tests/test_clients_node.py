@@ -1,0 +1,147 @@
+"""Node clients we did not write: the TypeScript MCP client 2.x and the MCP Inspector CLI.
+
+Both are installed repo-locally in tests/node (package.json + lock; `make`
+runs `npm ci` before pytest, and this module runs it itself if the install
+is missing). They run on the Node 22 binary that the npm package `node`
+puts in tests/node/node_modules/.bin, since the Inspector needs Node >= 22.19.
+
+The TypeScript client answers our questions through its one
+`elicitation/create` handler on both eras (it drives 2026-07-28
+`input_required` rounds itself). The Inspector CLI declares no client
+capabilities, so it can call only tools whose resolvers ask nothing; a tool
+that would ask gets our -32021 error, which the tests pin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PYTHON, REFUND_DESK
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+NODE_BIN = NODE_DIR / "node_modules" / ".bin"
+INSPECTOR = (
+    NODE_DIR
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "inspector"
+    / "clients"
+    / "launcher"
+    / "build"
+    / "index.js"
+)
+TS_CLIENT = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
+CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
+ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
+RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
+MISSING_CAPABILITY = "Resolver __main__:refund_scope needs a client capability the client did not declare"
+
+
+@pytest.fixture(scope="module")
+def node_env() -> dict[str, str]:
+    """An environment whose PATH starts with the repo-local Node 22, installing it first if needed."""
+    if shutil.which("node") is None and not (NODE_BIN / "node").exists():
+        pytest.skip("node is not installed: the Node client tests need Node.js and npm on PATH")
+    if not (INSPECTOR.exists() and TS_CLIENT.exists() and (NODE_BIN / "node").exists()):
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: cannot install tests/node (npm ci)")
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=300
+        )
+    return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run_node(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(NODE_BIN / "node"), *args], cwd=NODE_DIR, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def ts_refund_desk(env: dict[str, str], target: str, mode: str) -> dict[str, Any]:
+    done = run_node(env, "refund_desk.mjs", target, mode)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def assert_refund_trajectory(report: dict[str, Any], mode: str) -> None:
+    assert (report["era"], report["version"]) == ERAS[mode]
+    assert report["tools"] == [{"name": "refund_order", "properties": ["order_id", "reason"]}]
+    assert [q["fields"] for q in report["questions"]] == [["full", "sku"], ["restock"]]
+    assert report["questions"][0]["message"].startswith("Order ORD-7002 has several items")
+    assert report["result"]["isError"] is False
+    assert report["result"]["structuredContent"] == RECEIPT
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_typescript_client_refund_desk_over_stdio(node_env: dict[str, str], mode: str) -> None:
+    report = ts_refund_desk(node_env, json.dumps([PYTHON, str(REFUND_DESK)]), mode)
+    assert_refund_trajectory(report, mode)
+
+
+# -- the MCP Inspector CLI ---------------------------------------------------------------------
+def inspector(
+    env: dict[str, str], target: list[str], era: str, *method: str
+) -> subprocess.CompletedProcess[str]:
+    """`mcp-inspector --cli TARGET... --protocol-era ERA --format json --method ...` (target first: --tool-arg is variadic)."""
+    return run_node(
+        env, str(INSPECTOR), "--cli", *target, "--protocol-era", era, "--format", "json", "-q", *method
+    )
+
+
+# What `mcp-resolve dev` hands the Inspector as the server command.
+DEV_COMMAND = [PYTHON, "-m", "mcp_resolve", "run", str(CLIENTS_SERVER)]
+
+
+def test_inspector_cli_lists_and_calls_a_resolver_free_tool(node_env: dict[str, str]) -> None:
+    listed = inspector(node_env, DEV_COMMAND, "modern", "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr
+    tools = {tool["name"]: tool for tool in json.loads(listed.stdout)["result"]["tools"]}
+    assert set(tools) == {"summarize", "workspace", "add"}
+    assert set(tools["summarize"]["inputSchema"]["properties"]) == {"topic"}, (
+        "resolved parameters stay hidden"
+    )
+
+    called = inspector(
+        node_env,
+        DEV_COMMAND,
+        "modern",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "add",
+        "--tool-arg",
+        "a=2",
+        "b=3",
+    )
+    assert called.returncode == 0, called.stderr
+    result = json.loads(called.stdout)["result"]
+    assert result["structuredContent"] == {"result": 5}
+    # Our server stamps serverInfo into result _meta only on 2026-07-28: the CLI really spoke the modern era.
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "clients-interop"
+
+
+@pytest.mark.parametrize("era", ["modern", "legacy"])
+def test_inspector_cli_cannot_answer_elicitation(node_env: dict[str, str], era: str) -> None:
+    called = inspector(
+        node_env,
+        [PYTHON, str(REFUND_DESK)],
+        era,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "refund_order",
+        "--tool-arg",
+        "order_id=ORD-7002",
+        "reason=too small",
+    )
+    assert called.returncode == 1
+    assert json.loads(called.stderr)["error"]["message"] == MISSING_CAPABILITY
