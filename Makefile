@@ -5,6 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
+CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 
 .PHONY: venv install install-test test lint typecheck pytest demo conformance bench clean
 
@@ -23,6 +24,11 @@ $(STAMP): $(PY) pyproject.toml
 $(NODE_STAMP): conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
+
+# The Node clients the interop tests drive (TypeScript client 2.x, MCP Inspector CLI, Node 22).
+$(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CLIENTS_NODE_STAMP)
 
 venv: $(PY)
 
@@ -43,7 +49,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(CLIENTS_NODE_STAMP)
 	$(VENV)/bin/pytest -q
 
 # The official MCP conformance harness against examples/everything, both wires.
