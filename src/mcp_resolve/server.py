@@ -19,8 +19,9 @@ import anyio
 from mcp_types import Annotations, ToolAnnotations
 
 from .context import Context
-from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
+from .errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
 from .prompts import Prompt
+from .protocol.param_headers import check_param_headers
 from .replay import MemoryReplayStore, ReplayStore
 from .resources import Resource, ResourceTemplate
 from .sealing import RequestStateSecurity
@@ -96,8 +97,14 @@ class MCPServer:
         single_use: bool = False,
         meta: dict[str, Any] | None = None,
         icons: list[Any] | None = None,
+        input_schema: dict[str, Any] | None = None,
     ) -> Callable[[F], F]:
-        """Register a tool. `single_use=True` makes each sealed requestState redeemable once (a refund)."""
+        """Register a tool. `single_use=True` makes each sealed requestState redeemable once (a refund).
+
+        `input_schema` replaces the schema generated from the signature, served
+        verbatim (for keywords pydantic does not produce); the signature still
+        validates every call.
+        """
         if callable(name):
             raise TypeError("use @mcp.tool() with parentheses")
 
@@ -112,6 +119,7 @@ class MCPServer:
                 single_use=single_use,
                 meta=meta,
                 icons=icons,
+                input_schema=input_schema,
             )
             return fn
 
@@ -303,6 +311,11 @@ class MCPServer:
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
+        if tool.param_headers and context.is_modern and context.headers is not None:
+            try:
+                check_param_headers(tool.param_headers, arguments, context.headers)
+            except ValueError as exc:
+                raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
         return await tool.call(arguments, context)
 
     async def _list_resources(self, params: dict[str, Any], context: Context) -> dict[str, Any]:

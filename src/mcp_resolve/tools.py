@@ -31,7 +31,8 @@ from mcp_types import (
 from pydantic import BaseModel, TypeAdapter, create_model
 
 from .context import Context
-from .errors import MCPError, ToolError
+from .errors import InvalidSignature, MCPError, ToolError
+from .protocol.param_headers import InvalidHeaderDeclaration, header_declarations
 from .signature import ArgumentError, HandlerSignature, Overrides
 
 __all__ = ["Tool", "error_result", "to_content"]
@@ -122,6 +123,7 @@ class Tool:
         meta: dict[str, Any] | None,
         icons: list[Any] | None,
         overrides: Overrides,
+        input_schema: dict[str, Any] | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -134,9 +136,25 @@ class Tool:
         self.meta = meta
         self.icons = icons
         self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
-        self.input_schema = self.signature.arguments_model.model_json_schema()
+        self.input_schema = self._input_schema(input_schema)
+        self.param_headers = self._param_headers()
         self.output = self._output_spec(structured_output)
         self._definition: dict[str, Any] | None = None
+
+    def _input_schema(self, declared: dict[str, Any] | None) -> dict[str, Any]:
+        """The signature's schema, or the author's own served verbatim (the signature still validates calls)."""
+        if declared is None:
+            return self.signature.arguments_model.model_json_schema()
+        if declared.get("type") != "object":
+            raise InvalidSignature(f"tool {self.name}: input_schema must be a JSON Schema with type 'object'")
+        return declared
+
+    def _param_headers(self) -> dict[tuple[str, ...], str]:
+        """The `x-mcp-header` mirroring declared in the input schema, checked now so a bad one never ships."""
+        try:
+            return header_declarations(self.input_schema)
+        except InvalidHeaderDeclaration as exc:
+            raise InvalidSignature(f"tool {self.name}: {exc}") from None
 
     def _output_spec(self, structured_output: bool | None) -> _Output | None:
         if structured_output is False:

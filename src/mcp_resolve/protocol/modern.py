@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MULTI_ROUND_METHODS",
+    "REMOVED_METHODS",
     "BatchQuestioner",
     "Envelope",
     "discover",
@@ -46,6 +47,10 @@ __all__ = [
 ]
 
 MULTI_ROUND_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+REMOVED_METHODS = frozenset(
+    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
+)
+"""Handshake-era methods 2026-07-28 dropped: answered as unknown methods, never served."""
 CACHEABLE_METHODS = frozenset(
     {
         "server/discover",
@@ -166,6 +171,18 @@ def expose_round(scope: RequestScope, params: dict[str, Any]) -> None:
     scope.input_responses = responses if isinstance(responses, dict) else {}
 
 
+def _input_responses(params: dict[str, Any]) -> dict[str, Any]:
+    """The round's answers by question key; a malformed map is a protocol error, not a missing answer."""
+    if "inputResponses" not in params:
+        return {}
+    responses = params["inputResponses"]
+    if not isinstance(responses, dict) or not all(isinstance(r, dict) for r in responses.values()):
+        raise MCPError(
+            INVALID_PARAMS, "Invalid params: inputResponses must map each question key to a result object"
+        )
+    return responses
+
+
 def seal_state(
     server: MCPServer, method: str, params: dict[str, Any], principal: str | None, result: dict[str, Any]
 ) -> None:
@@ -178,13 +195,20 @@ def seal_state(
 
 
 class BatchQuestioner:
-    """Answers questions from this round's `inputResponses`, or marks them for the next round."""
+    """Answers questions from this round's `inputResponses`, or marks them for the next round.
+
+    Once a round has issued a requestState, an answer counts only for the
+    question asked with exactly that wording. A request with no requestState
+    at all has nothing to pin answers to, so answers under a question's key
+    count as they are (the client may have learned the questions elsewhere,
+    as a stateless client does); they are still validated before use.
+    """
 
     def __init__(self, params: dict[str, Any]) -> None:
         state = params.get("requestState")
+        self.first_round = state is None
         self.record = StateRecord.decode(state.encode() if isinstance(state, str) else None)
-        responses = params.get("inputResponses")
-        self.responses: dict[str, Any] = responses if isinstance(responses, dict) else {}
+        self.responses: dict[str, Any] = _input_responses(params)
         self.used: dict[str, tuple[str, Any]] = {}
 
     async def ask(self, wire_key: str, question: Question) -> Any:
@@ -193,7 +217,8 @@ class BatchQuestioner:
         if recorded is not None and recorded[0] == digest:
             self.used[wire_key] = recorded
             return recorded[1]
-        if self.record.asked.get(wire_key) == digest and wire_key in self.responses:
+        asked = self.first_round or self.record.asked.get(wire_key) == digest
+        if asked and wire_key in self.responses:
             answer = self.responses[wire_key]
             self.used[wire_key] = (digest, answer)
             return answer

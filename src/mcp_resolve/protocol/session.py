@@ -209,7 +209,7 @@ class Connection:
         envelope = modern.read_envelope(meta)
         if method == "server/discover":
             return modern.finish_result(server, method, modern.discover(server))
-        if method in ("initialize", "logging/setLevel"):
+        if method in modern.REMOVED_METHODS:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
         if method in modern.MULTI_ROUND_METHODS:
             params = await modern.open_state(
