@@ -1,0 +1,248 @@
+"""The client end of Streamable HTTP as a message pipe: the session above never sees HTTP.
+
+`send` of a request POSTs it and pumps whatever comes back (a JSON body, or an
+SSE stream of notifications, server-to-client requests and finally the
+response) into the receive queue, in a task of its own so requests overlap.
+Any failure of that POST becomes a JSON-RPC error for the request's id, so a
+caller waiting on it always wakes up; in particular a server that does not
+speak 2026-07-28 answering the `server/discover` probe with a 4xx makes the
+Client fall back to `initialize`.
+
+The era is read off each outgoing message: a request whose `_meta` carries a
+protocol version is 2026-07-28 (that version in `MCP-Protocol-Version`, the
+mirrored `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` headers, no session);
+anything else is the handshake era (the `Mcp-Session-Id` captured from the
+`initialize` response and the negotiated version on every later POST, and a
+DELETE of the session on close).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import httpx
+import pydantic_core
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.jsonrpc import encode, error_message
+from ..transports.http_headers import (
+    METHOD_HEADER,
+    NAME_FIELDS,
+    NAME_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    HeaderParams,
+    encode_header_value,
+    header_params,
+    param_headers,
+)
+
+__all__ = ["HttpPipe", "open_http"]
+
+logger = logging.getLogger("mcp_resolve.client")
+
+SESSION_HEADER = "mcp-session-id"
+MAX_EVENT_BYTES = 64 * 1024 * 1024
+_TIMEOUT = httpx.Timeout(30.0, read=None)  # an SSE stream may stay quiet while a tool works
+
+
+async def _sse_data(response: httpx.Response) -> AsyncIterator[str]:
+    """The data of each `message` event of an SSE body (the WHATWG event-stream rules we need)."""
+    data: list[str] = []
+    event, size = "", 0
+    async for line in response.aiter_lines():
+        if not line:
+            if data and event in ("", "message"):
+                yield "\n".join(data)
+            data, event, size = [], "", 0
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            size += len(value)
+            if size > MAX_EVENT_BYTES:
+                raise ValueError(f"an SSE event exceeds {MAX_EVENT_BYTES} bytes")
+            data.append(value)
+        elif name == "event":
+            event = value
+
+
+def _is_modern(message: Mapping[str, Any]) -> bool:
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+class HttpPipe:
+    """One client's conversation with one MCP endpoint."""
+
+    def __init__(
+        self, url: str, http: httpx.AsyncClient, group: anyio.abc.TaskGroup, headers: Mapping[str, str] | None
+    ) -> None:
+        self.url = url
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None  # handshake era, once negotiated
+        self._http = http
+        self._group = group
+        self._headers = dict(headers or {})
+        self._inbox_send, self._inbox = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+        self._tool_headers: dict[str, HeaderParams] = {}
+
+    async def send(self, message: dict[str, Any]) -> None:
+        headers = self._headers_for(message)
+        if "method" in message and "id" in message:
+            self._group.start_soon(self._exchange, message, headers)
+            return
+        try:
+            response = await self._http.post(self.url, content=encode(message), headers=headers)
+        except httpx.HTTPError as exc:
+            logger.warning("POST of %s failed: %s", message.get("method", "a response"), exc)
+            return
+        if response.status_code >= 300:
+            logger.warning(
+                "the server refused %s: HTTP %d", message.get("method", "a response"), response.status_code
+            )
+
+    async def receive(self) -> dict[str, Any]:
+        return await self._inbox.receive()
+
+    async def aclose(self) -> None:
+        """End the handshake-era session on the server (best effort), then stop receiving."""
+        session_id, self.session_id = self.session_id, None
+        if session_id is not None:
+            headers = {**self._headers, SESSION_HEADER: session_id}
+            if self.protocol_version is not None:
+                headers[PROTOCOL_VERSION_HEADER] = self.protocol_version
+            with anyio.move_on_after(5, shield=True):
+                try:
+                    await self._http.delete(self.url, headers=headers)
+                except httpx.HTTPError as exc:
+                    logger.debug("DELETE of the session failed: %s", exc)
+        self._inbox_send.close()
+
+    # -- one request -------------------------------------------------------------------------
+    def _headers_for(self, message: dict[str, Any]) -> dict[str, str]:
+        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+        headers.update(self._headers)
+        method, params = message.get("method"), message.get("params") or {}
+        if _is_modern(message):
+            headers[PROTOCOL_VERSION_HEADER] = str(params["_meta"][PROTOCOL_VERSION_META_KEY])
+            headers[METHOD_HEADER] = str(method)
+            name = params.get(NAME_FIELDS.get(str(method), ""))
+            if isinstance(name, str):
+                headers[NAME_HEADER] = encode_header_value(name)
+            if method == "tools/call" and isinstance(name, str) and name in self._tool_headers:
+                arguments = params.get("arguments")
+                headers.update(
+                    param_headers(
+                        self._tool_headers[name], arguments if isinstance(arguments, dict) else None
+                    )
+                )
+            return headers
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        if self.protocol_version is not None and method != "initialize":
+            headers[PROTOCOL_VERSION_HEADER] = self.protocol_version
+        return headers
+
+    async def _exchange(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+        request_id, method = message["id"], str(message["method"])
+        answered = False
+        try:
+            async with self._http.stream(
+                "POST", self.url, content=encode(message), headers=headers
+            ) as response:
+                if response.status_code >= 400 or response.status_code == 202:
+                    self._deliver(await self._refused(response, request_id), method)
+                    return
+                session_id = response.headers.get(SESSION_HEADER)
+                if method == "initialize" and session_id is not None:
+                    self.session_id = session_id
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if content_type == "text/event-stream":
+                    async for data in _sse_data(response):
+                        reply = pydantic_core.from_json(data)
+                        if isinstance(reply, dict):
+                            answered = answered or (reply.get("id") == request_id and "method" not in reply)
+                            self._deliver(reply, method)
+                elif content_type == "application/json":
+                    reply = pydantic_core.from_json(await response.aread())
+                    answered = isinstance(reply, dict)
+                    if answered:
+                        self._deliver(reply, method)
+        except (httpx.HTTPError, ValueError) as exc:
+            logger.debug("POST of %s failed", method, exc_info=True)
+            self._deliver(error_message(request_id, INTERNAL_ERROR, f"HTTP request failed: {exc}"), method)
+            return
+        if not answered:
+            self._deliver(error_message(request_id, INTERNAL_ERROR, "the server sent no response"), method)
+
+    async def _refused(self, response: httpx.Response, request_id: Any) -> dict[str, Any]:
+        """The JSON-RPC error for a POST the server turned down, ours or the one it sent."""
+        try:
+            body = pydantic_core.from_json(await response.aread())
+        except ValueError:
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            return {**body, "id": request_id}  # a refusal before the id was read carries none
+        status = response.status_code
+        if status == 202:
+            return error_message(
+                request_id, INVALID_REQUEST, "the server accepted a request but sent no response"
+            )
+        if status == 404 and SESSION_HEADER in {k.lower() for k in response.request.headers}:
+            return error_message(request_id, INVALID_REQUEST, "HTTP 404: the session has ended; reconnect")
+        code = (
+            METHOD_NOT_FOUND if status in (404, 405) else INVALID_REQUEST if status < 500 else INTERNAL_ERROR
+        )
+        return error_message(request_id, code, f"HTTP {status} {response.reason_phrase}".strip())
+
+    def _deliver(self, message: dict[str, Any], method: str) -> None:
+        result = message.get("result")
+        if isinstance(result, dict) and "method" not in message:
+            if method == "initialize" and isinstance(result.get("protocolVersion"), str):
+                self.protocol_version = result["protocolVersion"]
+            elif method == "tools/list":
+                self._learn_tools(result)
+        try:
+            self._inbox_send.send_nowait(message)
+        except anyio.ClosedResourceError:
+            pass
+
+    def _learn_tools(self, result: dict[str, Any]) -> None:
+        """Record each tool's `x-mcp-header` params; drop tools whose annotations are invalid (the spec's MUST)."""
+        tools = result.get("tools")
+        if not isinstance(tools, list):
+            return
+        kept = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            try:
+                params = header_params(tool.get("inputSchema") if isinstance(tool, dict) else None)
+            except ValueError as exc:
+                logger.warning("ignoring tool %r: %s", name, exc)
+                continue
+            if isinstance(name, str):
+                self._tool_headers[name] = params
+            kept.append(tool)
+        result["tools"] = kept
+
+
+@asynccontextmanager
+async def open_http(url: str, *, headers: Mapping[str, str] | None = None) -> AsyncIterator[HttpPipe]:
+    """Talk to the MCP endpoint at `url`; `headers` (e.g. Authorization) go on every request."""
+    async with httpx.AsyncClient(timeout=_TIMEOUT) as http, anyio.create_task_group() as group:
+        pipe = HttpPipe(url, http, group, headers)
+        try:
+            yield pipe
+        finally:
+            await pipe.aclose()
+            group.cancel_scope.cancel()

@@ -1,0 +1,374 @@
+"""The MCP endpoint of Streamable HTTP as a bare ASGI app, serving both eras on one path.
+
+A POST whose `MCP-Protocol-Version` header names anything but a handshake-era
+version (or, header-less, whose body carries modern `_meta`) is a
+self-contained 2026-07-28 request, served on a throwaway `Connection`.
+Everything else belongs to a handshake-era session opened by `initialize` and
+named by `Mcp-Session-Id`; its mid-call questions ride the SSE stream of the
+POST that caused them and their answers come back as POSTs.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from ..errors import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    MCPError,
+)
+from ..protocol.jsonrpc import (
+    Incoming,
+    IncomingNotification,
+    IncomingRequest,
+    IncomingResponse,
+    decode,
+    error_message,
+)
+from ..protocol.session import Connection, Sink
+from .http_exchange import SSE_HEADERS, Exchange
+from .http_guard import (
+    ClientGone,
+    HostPolicy,
+    HttpOptions,
+    OriginPolicy,
+    accepted_media,
+    is_json_content,
+    json_response,
+    read_body,
+    refusal,
+)
+from .http_headers import PROTOCOL_VERSION_HEADER, HeaderParams, header_params, modern_rejection
+from .http_lifespan import AppLifespan
+from .http_sessions import Session, Sessions
+
+if TYPE_CHECKING:
+    from ..server import MCPServer
+
+__all__ = ["StreamableHTTPEndpoint"]
+
+logger = logging.getLogger("mcp_resolve.http")
+
+SESSION_HEADER = "mcp-session-id"
+_ERROR_STATUS = {
+    PARSE_ERROR: 400,
+    INVALID_REQUEST: 400,
+    INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    METHOD_NOT_FOUND: 404,
+}
+"""HTTP status of a 2026-07-28 JSON-RPC error answered as JSON (the spec names 400s and the 404)."""
+
+
+def _modern_status(message: dict[str, Any]) -> int:
+    error = message.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    return _ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
+
+
+def _carries_modern_meta(message: Incoming) -> bool:
+    meta = message.params.get("_meta") if isinstance(message, IncomingRequest) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
+
+
+def _fail_questions(connection: Connection, asked: list[Any]) -> None:
+    """Release a handshake call waiting on answers that can no longer come (its stream is gone)."""
+    for request_id in asked:
+        error = {"code": INTERNAL_ERROR, "message": "the client disconnected before answering"}
+        connection.deliver_response(IncomingResponse(request_id, None, error))
+
+
+class StreamableHTTPEndpoint:
+    """The MCP endpoint as a bare ASGI app; `create_app` routes it and gives it a lifespan."""
+
+    def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+        self.server = server
+        self.options = options
+        self.hosts = HostPolicy(options.allowed_hosts)
+        self.origins = OriginPolicy(options.allowed_origins, self.hosts)
+        self.sessions = Sessions(options.session_idle_timeout)
+        self.lifespan = AppLifespan(server, self.sessions.close_all)
+        self._header_params: weakref.WeakKeyDictionary[Any, HeaderParams] = weakref.WeakKeyDictionary()
+
+    # -- ASGI ------------------------------------------------------------------------------
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        refused = self._screen(request)
+        if refused is None:
+            await self.lifespan.ensure()
+            if request.method == "POST":
+                await self._post(request, receive, send)
+                return
+            if request.method in ("GET", "DELETE"):
+                await self._get_or_delete(request, receive, send)
+                return
+            refused = refusal(
+                405,
+                INVALID_REQUEST,
+                f"Method Not Allowed: {request.method}",
+                headers={"Allow": "GET, POST, DELETE"},
+            )
+        await refused(scope, receive, send)
+
+    def _screen(self, request: Request) -> Response | None:
+        """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
+        if not self.hosts.allows(request.headers.get("host")):
+            logger.warning("refused a request for Host %r (allowed_hosts)", request.headers.get("host"))
+            return refusal(
+                403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
+            )
+        origin = request.headers.get("origin")
+        if origin is not None and not self.origins.allows(origin):
+            logger.warning("refused a request from Origin %r (allowed_origins)", origin)
+            return refusal(
+                403, INVALID_REQUEST, "Forbidden: this Origin is not allowed (DNS rebinding protection)"
+            )
+        return None
+
+    def _principal(self, request: Request) -> str | None:
+        if self.options.principal is not None:
+            return self.options.principal(request)
+        user = request.scope.get("user")
+        if user is None or not getattr(user, "is_authenticated", False):
+            return None
+        try:
+            return str(user.identity)
+        except NotImplementedError:
+            return str(user.display_name)
+
+    # -- POST ------------------------------------------------------------------------------
+    async def _post(self, request: Request, receive: Receive, send: Send) -> None:
+        headers = request.headers
+        scope = request.scope
+        if not is_json_content(headers.get("content-type")):
+            await refusal(
+                415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message as application/json"
+            )(scope, receive, send)
+            return
+        json_ok, sse_ok = accepted_media(headers.get("accept"))
+        if not (json_ok or sse_ok):
+            await refusal(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must list application/json and text/event-stream",
+            )(scope, receive, send)
+            return
+        try:
+            body = await read_body(receive, self.options.max_body_bytes, headers.get("content-length"))
+        except ClientGone:
+            return
+        if body is None:
+            limit = self.options.max_body_bytes
+            await refusal(413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")(
+                scope, receive, send
+            )
+            return
+        try:
+            message = decode(body)
+        except MCPError as exc:
+            await json_response(400, error_message(getattr(exc, "request_id", None), exc.code, exc.message))(
+                scope, receive, send
+            )
+            return
+        version = headers.get(PROTOCOL_VERSION_HEADER)
+        session_id = headers.get(SESSION_HEADER)
+        modern = (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS) or (
+            session_id is None and _carries_modern_meta(message)
+        )
+        if isinstance(message, IncomingRequest) and modern:
+            exchange = Exchange(
+                json_ok, sse_ok, self.options.sse_ping_interval, True, status_of=_modern_status
+            )
+        else:
+            exchange = Exchange(json_ok, sse_ok, self.options.sse_ping_interval, False)
+        if modern:
+            response = await self._modern(request, message, exchange, send)
+        else:
+            response = await self._handshake(request, message, session_id, version, exchange, send)
+        if response is not None:
+            await response(scope, receive, send)
+
+    async def _modern(
+        self, request: Request, message: Incoming, exchange: Exchange, send: Send
+    ) -> Response | None:
+        if isinstance(message, IncomingNotification):
+            return Response(status_code=202)  # 2026-07-28 defines none on HTTP; accepted and dropped
+        if isinstance(message, IncomingResponse):
+            return refusal(
+                400, INVALID_REQUEST, "Invalid Request: clients send no responses on protocol 2026-07-28"
+            )
+        rejection = modern_rejection(message, request.headers, self._tool_header_params)
+        if rejection is not None:
+            body = error_message(message.id, rejection.code, rejection.message, rejection.data)
+            return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
+        connection = Connection(
+            self.server, headers=dict(request.headers), principal=self._principal(request)
+        )
+
+        async def work(sink: Sink) -> None:
+            await sink(await connection.respond(message, sink))
+
+        await exchange.run(work, request.receive, send)
+        return None
+
+    def _tool_header_params(self, name: Any) -> HeaderParams:
+        tool = self.server._tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            return {}
+        params = self._header_params.get(tool)
+        if params is None:
+            try:
+                params = header_params(tool.input_schema)
+            except ValueError as exc:
+                logger.warning("tool %s: ignoring its invalid x-mcp-header annotations: %s", name, exc)
+                params = {}
+            self._header_params[tool] = params
+        return params
+
+    async def _handshake(
+        self,
+        request: Request,
+        message: Incoming,
+        session_id: str | None,
+        version: str | None,
+        exchange: Exchange,
+        send: Send,
+    ) -> Response | None:
+        principal = self._principal(request)
+        if session_id is None:
+            if not (isinstance(message, IncomingRequest) and message.method == "initialize"):
+                return refusal(
+                    400,
+                    INVALID_REQUEST,
+                    "Bad Request: the Mcp-Session-Id header is required; send initialize first",
+                )
+            session, fresh = self.sessions.new(self.server, principal), True
+        else:
+            found = self.sessions.get(session_id, principal)
+            if found is None:
+                return refusal(
+                    404, INVALID_REQUEST, "Session not found: it ended or never existed; initialize again"
+                )
+            session, fresh = found, False
+            state = session.connection.handshake
+            if version is not None and state is not None and version != state.protocol_version:
+                return refusal(
+                    400,
+                    INVALID_REQUEST,
+                    f"Bad Request: MCP-Protocol-Version {version!r} is not this session's ({state.protocol_version!r})",
+                )
+        if isinstance(message, IncomingNotification):
+            await session.connection.handle_notification(message)
+            return Response(status_code=202)
+        if isinstance(message, IncomingResponse):
+            session.connection.deliver_response(message)
+            return Response(status_code=202)
+        await self._session_request(request, session, message, fresh, exchange, send)
+        return None
+
+    async def _session_request(
+        self,
+        request: Request,
+        session: Session,
+        message: IncomingRequest,
+        fresh: bool,
+        exchange: Exchange,
+        send: Send,
+    ) -> None:
+        headers = dict(request.headers)
+
+        def commit_headers(first: dict[str, Any] | None) -> dict[str, str]:
+            # A new session exists from the moment its id is sent: registered here, just before that.
+            if fresh and not (first is not None and "result" in first):
+                return {}
+            if fresh:
+                self.sessions.add(session)
+            return {SESSION_HEADER: session.id}
+
+        async def work(sink: Sink) -> None:
+            with session.activity():
+                session.connection.headers = headers  # read synchronously as the request's scope is built
+                await session.connection.handle_request(message, sink)
+
+        exchange.headers_of = commit_headers
+        exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
+        await exchange.run(work, request.receive, send)
+
+    # -- GET and DELETE ----------------------------------------------------------------------
+    async def _get_or_delete(self, request: Request, receive: Receive, send: Send) -> None:
+        session_id = request.headers.get(SESSION_HEADER)
+        version = request.headers.get(PROTOCOL_VERSION_HEADER)
+        if session_id is None:
+            if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+                refused = refusal(
+                    405,
+                    INVALID_REQUEST,
+                    "Method Not Allowed on protocol 2026-07-28",
+                    headers={"Allow": "POST"},
+                )
+            else:
+                refused = refusal(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required")
+            await refused(request.scope, receive, send)
+            return
+        session = self.sessions.get(session_id, self._principal(request))
+        if session is None:
+            refused = refusal(
+                404, INVALID_REQUEST, "Session not found: it ended or never existed; initialize again"
+            )
+            await refused(request.scope, receive, send)
+        elif request.method == "DELETE":
+            self.sessions.close(session)
+            await Response(status_code=204)(request.scope, receive, send)
+        elif not accepted_media(request.headers.get("accept"))[1]:
+            await refusal(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")(
+                request.scope, receive, send
+            )
+        else:
+            await self._standalone_stream(session, receive, send)
+
+    async def _standalone_stream(self, session: Session, receive: Receive, send: Send) -> None:
+        """The session's GET stream: held open (with pings) until DELETE, shutdown or the client leaves.
+
+        The server starts nothing outside a request today, so the stream carries
+        only keep-alives; clients that open it (the official SDK does) get a
+        well-formed stream instead of an error they would retry in a loop.
+        """
+        start = {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [*SSE_HEADERS, (b"mcp-session-id", session.id.encode())],
+        }
+        await send(start)
+        async with anyio.create_task_group() as group:
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(watch)
+            with session.activity():
+                while not session.closed.is_set():
+                    with anyio.move_on_after(self.options.sse_ping_interval):
+                        await session.closed.wait()
+                    if not session.closed.is_set():
+                        await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+            group.cancel_scope.cancel()
