@@ -32,16 +32,13 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
 from ..protocol.jsonrpc import encode, error_message
-from ..transports.http_headers import (
-    METHOD_HEADER,
-    NAME_FIELDS,
-    NAME_HEADER,
-    PROTOCOL_VERSION_HEADER,
-    HeaderParams,
+from ..protocol.param_headers import (
+    InvalidHeaderDeclaration,
     encode_header_value,
-    header_params,
+    header_declarations,
     param_headers,
 )
+from ..transports.http_headers import METHOD_HEADER, NAME_FIELDS, NAME_HEADER, PROTOCOL_VERSION_HEADER
 
 __all__ = ["HttpPipe", "open_http"]
 
@@ -94,7 +91,7 @@ class HttpPipe:
         self._group = group
         self._headers = dict(headers or {})
         self._inbox_send, self._inbox = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
-        self._tool_headers: dict[str, HeaderParams] = {}
+        self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
 
     async def send(self, message: dict[str, Any]) -> None:
         headers = self._headers_for(message)
@@ -225,9 +222,10 @@ class HttpPipe:
         kept = []
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
+            schema = tool.get("inputSchema") if isinstance(tool, dict) else None
             try:
-                params = header_params(tool.get("inputSchema") if isinstance(tool, dict) else None)
-            except ValueError as exc:
+                params = header_declarations(schema if isinstance(schema, dict) else {})
+            except InvalidHeaderDeclaration as exc:
                 logger.warning("ignoring tool %r: %s", name, exc)
                 continue
             if isinstance(name, str):

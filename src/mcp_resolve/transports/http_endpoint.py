@@ -11,7 +11,6 @@ POST that caused them and their answers come back as POSTs.
 from __future__ import annotations
 
 import logging
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -53,7 +52,7 @@ from .http_guard import (
     read_body,
     refusal,
 )
-from .http_headers import PROTOCOL_VERSION_HEADER, HeaderParams, header_params, modern_rejection
+from .http_headers import PROTOCOL_VERSION_HEADER, modern_rejection
 from .http_lifespan import AppLifespan
 from .http_sessions import Session, Sessions
 
@@ -105,7 +104,6 @@ class StreamableHTTPEndpoint:
         self.origins = OriginPolicy(options.allowed_origins, self.hosts)
         self.sessions = Sessions(options.session_idle_timeout)
         self.lifespan = AppLifespan(server, self.sessions.close_all)
-        self._header_params: weakref.WeakKeyDictionary[Any, HeaderParams] = weakref.WeakKeyDictionary()
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -214,7 +212,7 @@ class StreamableHTTPEndpoint:
             return refusal(
                 400, INVALID_REQUEST, "Invalid Request: clients send no responses on protocol 2026-07-28"
             )
-        rejection = modern_rejection(message, request.headers, self._tool_header_params)
+        rejection = modern_rejection(message, request.headers)
         if rejection is not None:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
@@ -227,20 +225,6 @@ class StreamableHTTPEndpoint:
 
         await exchange.run(work, request.receive, send)
         return None
-
-    def _tool_header_params(self, name: Any) -> HeaderParams:
-        tool = self.server._tools.get(name) if isinstance(name, str) else None
-        if tool is None:
-            return {}
-        params = self._header_params.get(tool)
-        if params is None:
-            try:
-                params = header_params(tool.input_schema)
-            except ValueError as exc:
-                logger.warning("tool %s: ignoring its invalid x-mcp-header annotations: %s", name, exc)
-                params = {}
-            self._header_params[tool] = params
-        return params
 
     async def _handshake(
         self,
