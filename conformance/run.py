@@ -1,0 +1,282 @@
+"""Run the official MCP conformance harness against examples/everything (server) and conformance/client.py.
+
+Starts the everything server on a free loopback port, waits until it answers
+a real `server/discover`, runs every leg one after another, stops the server
+and prints, per leg, the scenarios and checks that passed. Exits non-zero if
+any leg fails, if the server died while being tested, or if a leg produced no
+checks at all (a dead URL still scores a few "passes", so counts are only
+trusted from a server that answered).
+
+    python conformance/run.py [--keep DIR] [--leg NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+NODE = HERE / "node_modules" / ".bin" / "node"
+HARNESS = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+SERVER = ROOT / "examples" / "everything" / "server.py"
+CLIENT = HERE / "client.py"
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+
+CLIENT_SCENARIOS = {
+    # The 2026-07-28 client requirements that are not about OAuth.
+    MODERN: (
+        "tools_call",
+        "request-metadata",
+        "sep-2322-client-request-state",
+        "http-standard-headers",
+        "http-custom-headers",
+        "http-invalid-tool-headers",
+        "json-schema-ref-no-deref",
+    ),
+    # The 2025-11-25 client requirements that are not about OAuth.
+    LEGACY: ("initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"),
+}
+LEG_TIMEOUT = 240.0
+_RESULT_DIR = re.compile(r"^(?:server-)?(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+
+
+@dataclass
+class Leg:
+    name: str
+    args: list[str]
+    strict: bool = False
+    """Warnings fail the leg too (the harness's rule for --expected-failures runs)."""
+    runs: list[list[str]] = field(default_factory=list)
+    """Several harness runs forming one leg (client scenarios run one at a time)."""
+
+
+@dataclass
+class Tally:
+    scenarios: dict[str, dict[str, int]] = field(default_factory=dict)
+    exit_codes: list[int] = field(default_factory=list)
+
+    def add(self, scenario: str, checks: list[dict[str, object]]) -> None:
+        counts = self.scenarios.setdefault(scenario, {"SUCCESS": 0, "FAILURE": 0, "WARNING": 0})
+        for check in checks:
+            status = str(check.get("status"))
+            if status in counts:
+                counts[status] += 1
+
+    def passed(self, strict: bool) -> list[str]:
+        return [
+            name
+            for name, counts in self.scenarios.items()
+            if counts["FAILURE"] == 0 and not (strict and counts["WARNING"])
+        ]
+
+    def total(self, status: str) -> int:
+        return sum(counts[status] for counts in self.scenarios.values())
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def discover(url: str) -> dict[str, object] | None:
+    """One real 2026-07-28 request; its result, or None if the server does not answer it properly."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "server/discover",
+        "params": {
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": MODERN,
+                "io.modelcontextprotocol/clientCapabilities": {},
+                "io.modelcontextprotocol/clientInfo": {"name": "conformance-runner", "version": "1"},
+            }
+        },
+    }
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": MODERN,
+            "Mcp-Method": "server/discover",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            text = response.read().decode()
+    except (OSError, urllib.error.URLError):
+        return None
+    for line in text.splitlines():
+        payload = line.removeprefix("data:").strip()
+        if payload.startswith("{"):
+            result = json.loads(payload).get("result")
+            if isinstance(result, dict) and result.get("supportedVersions"):
+                return result
+    return None
+
+
+def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
+    url = f"http://127.0.0.1:{port}/mcp"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, str(SERVER), "--port", str(port)],
+            cwd=ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the everything server exited with {process.returncode}; see {log}")
+        if discover(url) is not None:
+            return process
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"the everything server did not answer server/discover at {url} within 30 s; see {log}")
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def legs(url: str) -> list[Leg]:
+    baseline = {version: HERE / f"expected-failures-{version}.yaml" for version in (MODERN, LEGACY)}
+    client = f"{sys.executable} {CLIENT}"
+    if " " in sys.executable or " " in str(CLIENT):
+        raise SystemExit("the harness splits --command on spaces: run from a path without spaces")
+    found = [
+        Leg(f"server --requirements {v}", ["server", "--url", url, "--requirements", v])
+        for v in (MODERN, LEGACY)
+    ]
+    found += [
+        Leg(
+            f"server --suite all --spec-version {v}",
+            [
+                "server",
+                "--url",
+                url,
+                "--suite",
+                "all",
+                "--spec-version",
+                v,
+                "--expected-failures",
+                str(baseline[v]),
+            ],
+            strict=True,
+        )
+        for v in (MODERN, LEGACY)
+    ]
+    for version, scenarios in CLIENT_SCENARIOS.items():
+        leg = Leg(f"client {version} (non-OAuth)", [], strict=True)
+        leg.runs = [
+            ["client", "--command", client, "--scenario", name, "--spec-version", version]
+            for name in scenarios
+        ]
+        found.append(leg)
+    return found
+
+
+def run_leg(leg: Leg, out: Path, server: subprocess.Popen[bytes] | None) -> Tally:
+    tally = Tally()
+    for index, args in enumerate(leg.runs or [leg.args]):
+        results = out / f"run-{index}"
+        command = [str(NODE), str(HARNESS), *args, "-o", str(results)]
+        with (out / f"run-{index}.log").open("wb") as log:
+            try:
+                completed = subprocess.run(
+                    command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=LEG_TIMEOUT
+                )
+                tally.exit_codes.append(completed.returncode)
+            except subprocess.TimeoutExpired:
+                tally.exit_codes.append(-1)
+        for checks_file in sorted(results.rglob("checks.json")):
+            match = _RESULT_DIR.match(checks_file.parent.name)
+            scenario = match.group("scenario") if match else checks_file.parent.name
+            if checks_file.parent.parent != results:  # auth/x-<ts> nests one level deeper
+                scenario = f"{checks_file.parent.parent.name}/{scenario}"
+            tally.add(scenario, json.loads(checks_file.read_text()))
+    if server is not None and server.poll() is not None:
+        tally.exit_codes.append(-2)
+    return tally
+
+
+def report(leg: Leg, tally: Tally, out: Path) -> bool:
+    passed = tally.passed(leg.strict)
+    total = len(tally.scenarios)
+    ok = bool(total) and all(code == 0 for code in tally.exit_codes) and len(passed) == total
+    checks = tally.total("SUCCESS") + tally.total("FAILURE") + tally.total("WARNING")
+    print(
+        f"{'PASS' if ok else 'FAIL'}  {leg.name}: scenarios {len(passed)}/{total} passed; "
+        f"checks {tally.total('SUCCESS')}/{checks} passed, {tally.total('FAILURE')} failed, "
+        f"{tally.total('WARNING')} warnings"
+    )
+    for name, counts in tally.scenarios.items():
+        if name not in passed:
+            print(f"        {name}: {counts['FAILURE']} failed, {counts['WARNING']} warnings")
+    if -2 in tally.exit_codes:
+        print("        the everything server died during this leg")
+    elif not ok:
+        print(f"        harness output: {out}")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--keep", type=Path, help="write harness output here (default: a temporary directory)"
+    )
+    parser.add_argument("--leg", action="append", help="run only legs whose name contains this text")
+    options = parser.parse_args()
+    for needed in (NODE, HARNESS):
+        if not needed.exists():
+            raise SystemExit(f"missing {needed}: run `npm ci` in {HERE}")
+    work = options.keep or Path(tempfile.mkdtemp(prefix="mcp-conformance-"))
+    work.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    started = time.monotonic()
+    server = start_server(port, work / "server.log")
+    all_ok = True
+    try:
+        print(f"everything server answering at {url}")
+        for index, leg in enumerate(legs(url)):
+            if options.leg and not any(text in leg.name for text in options.leg):
+                continue
+            out = work / f"leg-{index}"
+            out.mkdir(exist_ok=True)
+            all_ok &= report(leg, run_leg(leg, out, server if leg.args else None), out)
+        if server.poll() is not None or discover(url) is None:
+            print("FAIL  the everything server stopped answering")
+            all_ok = False
+    finally:
+        stop_server(server)
+    print(f"{'all legs passed' if all_ok else 'conformance FAILED'} in {time.monotonic() - started:.0f} s")
+    if all_ok and options.keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if all_ok else 1
+
+
+if __name__ == "__main__":
+    os.chdir(ROOT)
+    sys.exit(main())
