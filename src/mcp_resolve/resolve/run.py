@@ -6,7 +6,9 @@ single sequential order fixed by the plan (dependencies first, signature
 order): when a step fails, every step later in that order is cancelled or
 never started, earlier ones are allowed to finish, and the failure reported
 is the earliest. Tool parameters that unwrap an elicitation outcome are steps
-too, so a declined answer stops exactly what a sequential run would stop.
+too, so a declined answer stops exactly what a sequential run would stop. On
+2026-07-28 a question still open earlier in the order than a failure is asked
+first, as the sequential run would, because its answer may end the call sooner.
 
 The engine never touches a wire. Questions go to a `Questioner` that the
 protocol layer puts on the Context: the handshake era asks mid-call, the
@@ -165,7 +167,12 @@ class _CallRun:
                 elif status == "error":
                     self._fail(index, value, position)
         if self.failure is not None:
-            raise self.failure[1]
+            failed_at, error = self.failure
+            # A question earlier in the order comes first in a one-after-another run, and its answer
+            # may abort the call with an earlier error: ask it before reporting this failure.
+            self.pending = {k: v for k, v in self.pending.items() if position[id(self.plans[k])] < failed_at}
+            if not self.pending:
+                raise error
         if self.pending:
             assert self.questioner is not None
             ordered = sorted(self.pending.items(), key=lambda item: self.plans[item[0]].order)
