@@ -20,7 +20,7 @@ from mcp_types import Annotations, BlobResourceContents, InputRequiredResult, Te
 from pydantic import BaseModel
 
 from .context import Context
-from .errors import InvalidSignature
+from .errors import INTERNAL_ERROR, InvalidSignature, MCPError, ToolError
 from .signature import HandlerSignature, Overrides
 
 __all__ = ["Resource", "ResourceTemplate"]
@@ -95,8 +95,11 @@ class _ResourceBase:
 
     async def _read(self, uri: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
         values = self.signature.validate(arguments)
-        async with AsyncExitStack() as exit_stack:
-            value = await self.signature.invoke(values, context, exit_stack)
+        try:
+            async with AsyncExitStack() as exit_stack:
+                value = await self.signature.invoke(values, context, exit_stack)
+        except ToolError as exc:  # a declined question or an author's refusal: say it, it is no crash
+            raise MCPError(INTERNAL_ERROR, f"Error reading resource {uri}: {exc}") from None
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         return {"contents": _contents(uri, self.mime_type, value)}
