@@ -19,70 +19,75 @@ from fastmcp.client.elicitation import ElicitResult
 from fastmcp.client.transports import StdioTransport
 from fastmcp.exceptions import ToolError
 
-from conftest import PYTHON, REFUND_DESK
+from conftest import PYTHON, REFUND_DESK, load_module
+from http_helpers import RefundAnswers, http_server, refund_answers, run_refund_trajectory
 
 pytestmark = pytest.mark.anyio
 
 ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 
 
-class Desk:
-    """The person at the desk, as a FastMCP elicitation handler: records each question, answers from a script."""
+def fastmcp_handler(answers: RefundAnswers) -> Any:
+    """The person at the desk as a FastMCP elicitation handler, answering from the story's script."""
 
-    def __init__(self, *, scope: Any, restock: Any) -> None:
-        self.answers = {"scope": scope, "restock": restock}
-        self.asked: list[str] = []
-
-    async def __call__(self, message: str, response_type: Any, params: Any, context: Any) -> Any:
-        kind = "scope" if "several items" in message else "restock"
-        self.asked.append(kind)
-        answer = self.answers[kind]
+    async def handler(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        answer = answers.answer(message)
+        if answer["action"] != "accept":
+            return ElicitResult(action=answer["action"])
         # FastMCP hands us a type built from our requested schema; building the answer from it
         # proves the schema it received is the one the resolver rendered.
-        return response_type(**answer) if isinstance(answer, dict) else answer
+        return response_type(**answer["content"])
+
+    return handler
 
 
 @asynccontextmanager
-async def fastmcp_client(target: Any, mode: str, desk: Desk) -> AsyncIterator[Client[Any]]:
-    async with Client(target, mode=mode, elicitation_handler=desk) as client:
+async def refund_desk(transport: str) -> AsyncIterator[Any]:
+    """What to hand `fastmcp.Client`: a stdio transport spawning server.py, or the URL of it served on HTTP."""
+    if transport == "stdio":
+        yield StdioTransport(PYTHON, [str(REFUND_DESK)])
+        return
+    server = load_module(REFUND_DESK).mcp
+    async with http_server(server.streamable_http_app()) as base:
+        yield f"{base}/mcp"
+
+
+@asynccontextmanager
+async def fastmcp_client(target: Any, mode: str, handler: Any) -> AsyncIterator[Client[Any]]:
+    async with Client(target, mode=mode, elicitation_handler=handler) as client:
         assert client.protocol_version == ERAS[mode]
         # Only the handshake era has an InitializeResult; a modern session negotiated by discover has none.
         assert (client.initialize_result is None) == (mode == "auto")
         yield client
 
 
-def stdio() -> StdioTransport:
-    return StdioTransport(PYTHON, [str(REFUND_DESK)])
-
-
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_refund_desk_over_stdio(mode: str) -> None:
-    desk = Desk(scope={"full": True}, restock={"restock": True})
-    async with fastmcp_client(stdio(), mode, desk) as client:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_refund_desk_trajectory(transport: str, mode: str) -> None:
+    answers = refund_answers()
+    async with (
+        refund_desk(transport) as target,
+        fastmcp_client(target, mode, fastmcp_handler(answers)) as client,
+    ):
         (tool,) = await client.list_tools()
         assert set(tool.input_schema["properties"]) == {"order_id", "reason"}
-        result = await client.call_tool("refund_order", {"order_id": "ORD-7002", "reason": "too small"})
-        assert result.structured_content == {
-            "order_id": "ORD-7002",
-            "reason": "too small",
-            "cents": 4800,
-            "restocked": True,
-        }
-        assert desk.asked == ["scope", "restock"]
 
-        single = await client.call_tool("refund_order", {"order_id": "ORD-7001", "reason": "typo"})
-        assert single.structured_content["cents"] == 999
-        assert desk.asked == ["scope", "restock"], "a single-item e-book asks nothing"
+        async def call(arguments: dict[str, Any]) -> Any:
+            return await client.call_tool("refund_order", arguments, raise_on_error=False)
+
+        await run_refund_trajectory(call, answers)
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_declined_scope_is_our_tool_error(mode: str) -> None:
-    desk = Desk(scope=ElicitResult(action="decline"), restock={"restock": True})
-    async with fastmcp_client(stdio(), mode, desk) as client:
+async def test_declined_scope_raises_our_tool_error() -> None:
+    answers = RefundAnswers(scope=[None], restock=[])
+    async with (
+        refund_desk("stdio") as target,
+        fastmcp_client(target, "auto", fastmcp_handler(answers)) as client,
+    ):
         with pytest.raises(ToolError) as raised:
             await client.call_tool("refund_order", {"order_id": "ORD-7002", "reason": "too small"})
     assert str(raised.value) == (
         "Error executing tool refund_order: Resolver for parameter 'scope' could not resolve: "
         "elicitation was decline"
     )
-    assert desk.asked == ["scope"]
+    assert answers.asked == {"scope": 1}

@@ -16,14 +16,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from conftest import PYTHON, REFUND_DESK
+from conftest import PYTHON, REFUND_DESK, load_module
+from http_helpers import http_server
+
+pytestmark = pytest.mark.anyio
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 NODE_BIN = NODE_DIR / "node_modules" / ".bin"
@@ -41,7 +48,7 @@ TS_CLIENT = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "pa
 CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
-MISSING_CAPABILITY = "Resolver __main__:refund_scope needs a client capability the client did not declare"
+MISSING_CAPABILITY = re.compile(r"Resolver \S+:refund_scope needs a client capability the client did not declare")
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +66,23 @@ def node_env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def run_node(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(NODE_BIN / "node"), *args], cwd=NODE_DIR, env=env, capture_output=True, text=True, timeout=60
-    )
+async def run_node(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(60):
+        return await anyio.run_process([str(NODE_BIN / "node"), *args], cwd=NODE_DIR, env=env, check=False)
 
 
-def ts_refund_desk(env: dict[str, str], target: str, mode: str) -> dict[str, Any]:
-    done = run_node(env, "refund_desk.mjs", target, mode)
-    assert done.returncode == 0, done.stderr
+async def ts_refund_desk(env: dict[str, str], target: str, mode: str) -> dict[str, Any]:
+    done = await run_node(env, "refund_desk.mjs", target, mode)
+    assert done.returncode == 0, done.stderr.decode()
     report: dict[str, Any] = json.loads(done.stdout)
     return report
+
+
+@asynccontextmanager
+async def served_over_http(script: Path) -> AsyncIterator[str]:
+    """A fresh import of `script`'s server on HTTP (uvicorn on a free loopback port); yields the /mcp URL."""
+    async with http_server(load_module(script).mcp.streamable_http_app()) as base:
+        yield f"{base}/mcp"
 
 
 def assert_refund_trajectory(report: dict[str, Any], mode: str) -> None:
@@ -82,17 +95,24 @@ def assert_refund_trajectory(report: dict[str, Any], mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_typescript_client_refund_desk_over_stdio(node_env: dict[str, str], mode: str) -> None:
-    report = ts_refund_desk(node_env, json.dumps([PYTHON, str(REFUND_DESK)]), mode)
+async def test_typescript_client_refund_desk_over_http(node_env: dict[str, str], mode: str) -> None:
+    async with served_over_http(REFUND_DESK) as url:
+        report = await ts_refund_desk(node_env, url, mode)
+    assert_refund_trajectory(report, mode)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_typescript_client_refund_desk_over_stdio(node_env: dict[str, str], mode: str) -> None:
+    report = await ts_refund_desk(node_env, json.dumps([PYTHON, str(REFUND_DESK)]), mode)
     assert_refund_trajectory(report, mode)
 
 
 # -- the MCP Inspector CLI ---------------------------------------------------------------------
-def inspector(
+async def inspector(
     env: dict[str, str], target: list[str], era: str, *method: str
-) -> subprocess.CompletedProcess[str]:
+) -> subprocess.CompletedProcess[bytes]:
     """`mcp-inspector --cli TARGET... --protocol-era ERA --format json --method ...` (target first: --tool-arg is variadic)."""
-    return run_node(
+    return await run_node(
         env, str(INSPECTOR), "--cli", *target, "--protocol-era", era, "--format", "json", "-q", *method
     )
 
@@ -101,28 +121,18 @@ def inspector(
 DEV_COMMAND = [PYTHON, "-m", "mcp_resolve", "run", str(CLIENTS_SERVER)]
 
 
-def test_inspector_cli_lists_and_calls_a_resolver_free_tool(node_env: dict[str, str]) -> None:
-    listed = inspector(node_env, DEV_COMMAND, "modern", "--method", "tools/list")
-    assert listed.returncode == 0, listed.stderr
+async def test_inspector_cli_lists_and_calls_a_resolver_free_tool(node_env: dict[str, str]) -> None:
+    listed = await inspector(node_env, DEV_COMMAND, "modern", "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr.decode()
     tools = {tool["name"]: tool for tool in json.loads(listed.stdout)["result"]["tools"]}
     assert set(tools) == {"summarize", "workspace", "add"}
     assert set(tools["summarize"]["inputSchema"]["properties"]) == {"topic"}, (
         "resolved parameters stay hidden"
     )
 
-    called = inspector(
-        node_env,
-        DEV_COMMAND,
-        "modern",
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "add",
-        "--tool-arg",
-        "a=2",
-        "b=3",
-    )
-    assert called.returncode == 0, called.stderr
+    add = ["--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3"]
+    called = await inspector(node_env, DEV_COMMAND, "modern", *add)
+    assert called.returncode == 0, called.stderr.decode()
     result = json.loads(called.stdout)["result"]
     assert result["structuredContent"] == {"result": 5}
     # Our server stamps serverInfo into result _meta only on 2026-07-28: the CLI really spoke the modern era.
@@ -130,18 +140,12 @@ def test_inspector_cli_lists_and_calls_a_resolver_free_tool(node_env: dict[str, 
 
 
 @pytest.mark.parametrize("era", ["modern", "legacy"])
-def test_inspector_cli_cannot_answer_elicitation(node_env: dict[str, str], era: str) -> None:
-    called = inspector(
-        node_env,
-        [PYTHON, str(REFUND_DESK)],
-        era,
-        "--method",
-        "tools/call",
-        "--tool-name",
-        "refund_order",
-        "--tool-arg",
-        "order_id=ORD-7002",
-        "reason=too small",
-    )
+async def test_inspector_cli_cannot_answer_elicitation(node_env: dict[str, str], era: str) -> None:
+    """The CLI declares no client capabilities, so a tool whose resolver asks the person gets our -32021."""
+    refund = ["--method", "tools/call", "--tool-name", "refund_order"]
+    async with served_over_http(REFUND_DESK) as url:
+        called = await inspector(
+            node_env, [url], era, *refund, "--tool-arg", "order_id=ORD-7002", "reason=too small"
+        )
     assert called.returncode == 1
-    assert json.loads(called.stderr)["error"]["message"] == MISSING_CAPABILITY
+    assert MISSING_CAPABILITY.fullmatch(json.loads(called.stderr)["error"]["message"])

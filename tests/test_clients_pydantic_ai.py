@@ -32,7 +32,8 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from conftest import PYTHON, REFUND_DESK
+from conftest import PYTHON, REFUND_DESK, load_module
+from http_helpers import http_server
 
 pytestmark = pytest.mark.anyio
 
@@ -72,16 +73,22 @@ class RefundModel:
         )
 
 
-def refund_desk_stdio() -> StdioTransport:
-    return StdioTransport(PYTHON, [str(REFUND_DESK)])
+@asynccontextmanager
+async def served(script: Path, transport: str) -> AsyncIterator[Any]:
+    """What to point the toolset at: a stdio transport spawning `script`, or the URL of it served on HTTP."""
+    if transport == "stdio":
+        yield StdioTransport(PYTHON, [str(script)])
+        return
+    async with http_server(load_module(script).mcp.streamable_http_app()) as base:
+        yield f"{base}/mcp"
 
 
 @asynccontextmanager
-async def entered(toolset: MCPToolset[Any], agent: Agent[Any, str]) -> AsyncIterator[list[str]]:
-    """Enter the agent (and so the toolset's session), collecting the warnings pydantic-ai raises on entry."""
+async def entered(owner: Agent[Any, str] | MCPToolset[Any]) -> AsyncIterator[list[str]]:
+    """Enter an agent or a toolset (opening the MCP session), collecting the warnings pydantic-ai raises on entry."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        async with agent:
+        async with owner:
             yield [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
 
 
@@ -91,14 +98,16 @@ def assert_modern(toolset: MCPToolset[Any], entry_warnings: list[str], handler: 
     assert any(f"`{handler}` {DEAD_HANDLER_WARNING}" in w for w in entry_warnings), entry_warnings
 
 
-async def test_agent_refunds_over_stdio_on_2026_07_28() -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_agent_refunds_on_2026_07_28(transport: str) -> None:
     desk = Desk(scope={"full": True}, restock={"restock": True})
     model = RefundModel()
-    toolset: MCPToolset[Any] = MCPToolset(refund_desk_stdio(), elicitation_handler=desk)
-    agent = Agent(FunctionModel(model), toolsets=[toolset])
-    async with entered(toolset, agent) as entry_warnings:
-        assert_modern(toolset, entry_warnings, "elicitation_handler")
-        result = await agent.run("Refund ORD-7002, the boots are too small.")
+    async with served(REFUND_DESK, transport) as target:
+        toolset: MCPToolset[Any] = MCPToolset(target, elicitation_handler=desk)
+        agent = Agent(FunctionModel(model), toolsets=[toolset])
+        async with entered(agent) as entry_warnings:
+            assert_modern(toolset, entry_warnings, "elicitation_handler")
+            result = await agent.run("Refund ORD-7002, the boots are too small.")
     assert set(model.tool_schemas) == {"refund_order"}
     assert set(model.tool_schemas["refund_order"]["properties"]) == {"order_id", "reason"}
     assert desk.asked == ["scope", "restock"]
@@ -107,16 +116,18 @@ async def test_agent_refunds_over_stdio_on_2026_07_28() -> None:
     )
 
 
-async def test_agent_refunds_over_stdio_on_the_handshake_era() -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_agent_refunds_on_the_handshake_era(transport: str) -> None:
     desk = Desk(scope={"full": True}, restock={"restock": False})
-    client = FastMCPClient(refund_desk_stdio(), mode="legacy", elicitation_handler=desk)
-    toolset: MCPToolset[Any] = MCPToolset(client)
-    agent = Agent(FunctionModel(RefundModel()), toolsets=[toolset])
-    async with entered(toolset, agent) as entry_warnings:
-        assert toolset.client.protocol_version == LEGACY
-        assert toolset.client.initialize_result is not None
-        assert entry_warnings == []
-        result = await agent.run("Refund ORD-7002.")
+    async with served(REFUND_DESK, transport) as target:
+        client = FastMCPClient(target, mode="legacy", elicitation_handler=desk)
+        toolset: MCPToolset[Any] = MCPToolset(client)
+        agent = Agent(FunctionModel(RefundModel()), toolsets=[toolset])
+        async with entered(agent) as entry_warnings:
+            assert toolset.client.protocol_version == LEGACY
+            assert toolset.client.initialize_result is not None
+            assert entry_warnings == []
+            result = await agent.run("Refund ORD-7002.")
     assert desk.asked == ["scope", "restock"]
     assert '"cents":4800' in result.output
     assert '"restocked":false' in result.output
@@ -124,10 +135,11 @@ async def test_agent_refunds_over_stdio_on_the_handshake_era() -> None:
 
 async def test_declined_scope_reaches_the_model_as_a_retry_with_our_text() -> None:
     desk = Desk(scope=ElicitResult(action="decline"), restock={"restock": True})
-    toolset: MCPToolset[Any] = MCPToolset(refund_desk_stdio(), elicitation_handler=desk)
-    agent = Agent(FunctionModel(RefundModel()), toolsets=[toolset])
-    async with entered(toolset, agent):
-        result = await agent.run("Refund ORD-7002.")
+    async with served(REFUND_DESK, "stdio") as target:
+        toolset: MCPToolset[Any] = MCPToolset(target, elicitation_handler=desk)
+        agent = Agent(FunctionModel(RefundModel()), toolsets=[toolset])
+        async with entered(agent):
+            result = await agent.run("Refund ORD-7002.")
     assert desk.asked == ["scope"]
     assert result.output == (
         'retried: {"error":"Error executing tool refund_order: '
@@ -142,20 +154,32 @@ def headline_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
     return ModelResponse(parts=[TextPart("Refunds made simple")])
 
 
-async def test_sampling_roots_resources_and_prompts_over_stdio() -> None:
-    toolset: MCPToolset[Any] = MCPToolset(
-        StdioTransport(PYTHON, [str(CLIENTS_SERVER)]),
-        sampling_model=FunctionModel(headline_model, model_name="headline-fn"),
-        roots=["file:///srv/repo", "file:///srv/docs"],
-    )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        async with toolset:
-            assert_modern(toolset, [str(w.message) for w in caught], "sampling_model")
+ROOTS = ["file:///srv/repo", "file:///srv/docs"]
+
+
+def clients_toolset(target: Any, era: str) -> MCPToolset[Any]:
+    """The toolset as a user writes it: modern by default; the handshake era needs a pre-built legacy client."""
+    sampler = FunctionModel(headline_model, model_name="headline-fn")
+    if era == MODERN:
+        return MCPToolset(target, sampling_model=sampler, roots=ROOTS)
+    toolset: MCPToolset[Any] = MCPToolset(FastMCPClient(target, mode="legacy", roots=ROOTS))
+    toolset.set_sampling_model(sampler)
+    return toolset
+
+
+@pytest.mark.parametrize("era", [MODERN, LEGACY])
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_sampling_roots_resources_and_prompts(transport: str, era: str) -> None:
+    async with served(CLIENTS_SERVER, transport) as target:
+        toolset = clients_toolset(target, era)
+        async with entered(toolset) as entry_warnings:
+            assert toolset.client.protocol_version == era
+            if era == MODERN:
+                assert_modern(toolset, entry_warnings, "sampling_model")
             assert await toolset.direct_call_tool("summarize", {"topic": "refunds"}) == (
                 "headline[headline-fn]: Refunds made simple"
             )
-            assert await toolset.direct_call_tool("workspace", {}) == ["file:///srv/repo", "file:///srv/docs"]
+            assert await toolset.direct_call_tool("workspace", {}) == ROOTS
 
             (resource,) = await toolset.list_resources()
             assert (resource.uri, resource.mime_type) == ("notes://today", "text/plain")
