@@ -1,0 +1,272 @@
+"""How the driver reaches each server: one client (the official `mcp` Client) over every transport.
+
+Only the server differs between frameworks. Server-side figures come from
+the server process itself (`/proc/<pid>/stat` and `/proc/<pid>/status`), so
+the client's own cost never enters the primary figure; in memory, client and
+server share this process and the figure is their sum.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import importlib
+import math
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+import anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """A framework under test: its bench server module and the one line that imports it."""
+
+    name: str
+    module: str
+    import_line: str
+    modern_questions: bool = True  # False: no resolver questions on 2026-07-28 (FastMCP)
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(f"benchmarks.servers.{self.module}")
+
+
+FRAMEWORKS = {
+    "ours": Framework("ours", "ours", "from mcp_resolve import MCPServer"),
+    "official": Framework("official", "official", "from mcp.server.mcpserver import MCPServer"),
+    "fastmcp": Framework("fastmcp", "fastmcp_server", "from fastmcp import FastMCP", modern_questions=False),
+}
+
+
+# -- measuring a process ---------------------------------------------------------------------
+def process_cpu(pid: int | None) -> float:
+    """User+system CPU seconds of `pid` (all its threads), or of this process when None."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def process_memory(pid: int) -> tuple[float, float]:
+    """(current RSS, peak RSS) of `pid` in MiB."""
+    values: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0]) / 1024
+    return values["VmRSS"], values["VmHWM"]
+
+
+# -- the client's side of every transport ----------------------------------------------------
+class _CountingWrite:
+    """The client's write stream, counting what it sends by JSON-RPC method (rounds, questions)."""
+
+    def __init__(self, inner: Any, sent: collections.Counter[str]) -> None:
+        self._inner = inner
+        self._sent = sent
+
+    async def send(self, item: Any) -> None:
+        method = getattr(item.message, "method", None)
+        if method is not None:
+            self._sent[method] += 1
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _CountingWrite:
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
+
+
+class CountingTransport:
+    """Wraps any official-client Transport; `sent` counts the client's requests by method."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.sent: collections.Counter[str] = collections.Counter()
+
+    async def __aenter__(self) -> tuple[Any, Any]:
+        read, write = await self._inner.__aenter__()
+        return read, _CountingWrite(write, self.sent)
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._inner.__aexit__(*exc_info)
+
+
+@contextlib.asynccontextmanager
+async def ours_in_memory(server: Any) -> AsyncIterator[tuple[Any, Any]]:
+    """Our server on the official client's in-memory streams.
+
+    The official client speaks `SessionMessage` objects; our connection speaks
+    JSON-RPC dicts. Each message is converted once each way (the work a wire
+    would do), a cost the official server's own in-memory path does not pay.
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
+    from mcp_resolve.protocol.session import Connection
+
+    to_server_send, to_server_receive = anyio.create_memory_object_stream[Any](math.inf)
+    to_client_send, to_client_receive = anyio.create_memory_object_stream[Any](math.inf)
+    raw_send, raw_receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
+
+    async def sink(message: dict[str, Any]) -> None:
+        await to_client_send.send(SessionMessage(jsonrpc_message_adapter.validate_python(message)))
+
+    async def pump() -> None:
+        async with raw_send, to_server_receive:
+            async for item in to_server_receive:
+                raw_send.send_nowait(item.message.model_dump(by_alias=True, exclude_unset=True, mode="json"))
+
+    async with server.running(), anyio.create_task_group() as group:
+        group.start_soon(pump)
+        group.start_soon(Connection(server).serve, raw_receive, sink)
+        try:
+            yield to_client_receive, to_server_send
+        finally:
+            group.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def lowlevel_in_memory(server: Any, lifespan: Any = None) -> AsyncIterator[tuple[Any, Any]]:
+    """The official SDK's own in-memory pairing (FastMCP's `FastMCPTransport` does the same)."""
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    lowlevel = getattr(server, "_lowlevel_server", None) or server._mcp_server
+    async with contextlib.AsyncExitStack() as stack:
+        if lifespan is not None:
+            await stack.enter_async_context(lifespan)
+        client_streams, server_streams = await stack.enter_async_context(
+            create_client_server_memory_streams()
+        )
+        group = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(group.cancel_scope.cancel)
+        group.start_soon(lowlevel.run, *server_streams, lowlevel.create_initialization_options())
+        yield client_streams
+
+
+def memory_transport(framework: Framework, server: Any) -> Any:
+    if framework.name == "ours":
+        return ours_in_memory(server)
+    if framework.name == "fastmcp":
+        return lowlevel_in_memory(server, server._lifespan_manager())
+    return lowlevel_in_memory(server)
+
+
+@dataclass
+class StdioServer:
+    """A server the official `stdio_client` spawns; it tells us its pid through a file."""
+
+    framework: Framework
+    log: TextIO
+    pid_file: str = field(default_factory=lambda: tempfile.mktemp(prefix="bench-pid-"))
+
+    def transport(self) -> Any:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", f"benchmarks.servers.{self.framework.module}", "stdio"],
+            env={**os.environ, "BENCH_PID_FILE": self.pid_file},
+            cwd=str(ROOT),
+        )
+        return stdio_client(parameters, errlog=self.log)
+
+    def pid(self) -> int:
+        with open(self.pid_file) as handle:
+            return int(handle.read())
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(framework: Framework, log: TextIO) -> Any:
+    """Serve the framework's `streamable_http_app()` under uvicorn in a subprocess; yields (pid, url)."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", f"benchmarks.servers.{framework.module}", "http", str(port)],
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"{framework.name} HTTP server exited with {process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{framework.name} HTTP server did not listen on {port}") from None
+                time.sleep(0.05)
+        yield process.pid, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def http_transport(url: str) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(url)
+
+
+def has_our_http() -> bool:
+    return (ROOT / "src" / "mcp_resolve" / "transports" / "http.py").exists()
+
+
+# -- the person answering the refund desk ----------------------------------------------------
+class Answerer:
+    """Answers the refund desk's two questions (whole order: yes; restock: yes) and counts them."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def __call__(self, context: Any, params: Any) -> Any:
+        from mcp_types import ElicitResult
+
+        self.asked += 1
+        if "whole order" in params.message:
+            return ElicitResult(action="accept", content={"full": True, "sku": ""})
+        return ElicitResult(action="accept", content={"restock": True})
+
+
+def subprocess_json(code: str, timeout: float = 300) -> Any:
+    """Run `code` in a fresh interpreter at the repo root; its last stdout line is JSON."""
+    import json
+
+    output = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=True
+    )
+    return json.loads(output.stdout.strip().splitlines()[-1])

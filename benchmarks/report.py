@@ -1,0 +1,150 @@
+"""Medians, within-run ratios, the issue's targets, and the printed tables."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+FIGURES = ("cpu_ms_per_call", "calls_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "rounds", "questions")
+W3_CRITICAL_PATH_MS = 20.0
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _ratios(mine: list[float], theirs: list[float]) -> float | None:
+    """The median of per-repetition ratios: both sides of each ratio were measured in the same repetition."""
+    pairs = [a / b for a, b in zip(mine, theirs, strict=True) if b]
+    return _median(pairs)
+
+
+def _startup(results: dict[str, Any]) -> dict[str, Any]:
+    imports = results["import_ms"]
+    many = {k: v for k, v in results["register_many"].items() if k != "tools"}
+    idle = results["idle_rss_mb"]
+    startup: dict[str, Any] = {"tools_registered": results["register_many"]["tools"], "frameworks": {}}
+    for name in imports:
+        startup["frameworks"][name] = {
+            "import_ms": _median(imports[name]),
+            "register_many_cpu_ms": _median([s["cpu_ms"] for s in many[name]]),
+            "register_many_rss_mb": _median([s["rss_mb"] for s in many[name]]),
+            "idle_rss_mb": _median(idle[name]),
+        }
+        if name != "official" and "official" in imports:
+            startup["frameworks"][name]["vs_official"] = {
+                "import_ms": _ratios(imports[name], imports["official"]),
+                "register_many_cpu_ms": _ratios(
+                    [s["cpu_ms"] for s in many[name]], [s["cpu_ms"] for s in many["official"]]
+                ),
+                "idle_rss_mb": _ratios(idle[name], idle["official"]),
+            }
+    return startup
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for scenario in results["scenarios"]:
+        samples = scenario["samples"]
+        workloads = sorted({w for per in samples.values() for w in per})
+        for workload in workloads:
+            for name, per in samples.items():
+                if workload not in per:
+                    continue
+                reps = per[workload]
+                row: dict[str, Any] = {
+                    "scenario": scenario["scenario"],
+                    "transport": scenario["transport"],
+                    "mode": scenario["mode"],
+                    "clients": scenario["clients"],
+                    "workload": workload,
+                    "framework": name,
+                    "protocol": scenario["protocol_versions"][name],
+                }
+                for figure in FIGURES:
+                    row[figure] = _median([s[figure] for s in reps if figure in s])
+                official = samples.get("official", {}).get(workload)
+                if name != "official" and official:
+                    row["cpu_vs_official"] = _ratios(
+                        [s["cpu_ms_per_call"] for s in reps], [s["cpu_ms_per_call"] for s in official]
+                    )
+                    row["calls_per_s_vs_official"] = _ratios(
+                        [s["calls_per_s"] for s in reps], [s["calls_per_s"] for s in official]
+                    )
+                rows.append(row)
+    summary = {"startup": _startup(results), "rows": rows}
+    summary["targets"] = targets(summary)
+    return summary
+
+
+def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets for ours against the official SDK, each with the figure that decides it."""
+    checks: list[dict[str, Any]] = []
+
+    def check(name: str, value: float | None, limit: float, *, at_most: bool = True) -> None:
+        if value is None:
+            return
+        met = value <= limit if at_most else value > limit
+        checks.append({"target": name, "value": round(value, 3), "limit": limit, "met": met})
+
+    for row in summary["rows"]:
+        if row["framework"] != "ours":
+            continue
+        where = f"{row['workload']} {row['scenario']}"
+        if row["workload"] in ("W1", "W2"):
+            if row["transport"] in ("stdio", "http"):
+                check(f"{where}: server CPU/call vs official", row.get("cpu_vs_official"), 0.25)
+            check(f"{where}: calls/s vs official", row.get("calls_per_s_vs_official"), 1.0, at_most=False)
+        if row["workload"] == "W3" and row["clients"] == 1:
+            check(f"{where}: p50 vs 20 ms critical path", row["p50_ms"] / W3_CRITICAL_PATH_MS, 1.25)
+        if row["workload"] == "W4" and row["mode"] == "auto":
+            check(f"{where}: rounds per refund", row["rounds"], 3.0)
+            if row["transport"] != "memory":
+                check(f"{where}: server CPU/refund vs official", row.get("cpu_vs_official"), 1 / 3)
+    ours = summary["startup"]["frameworks"].get("ours", {}).get("vs_official", {})
+    check("idle stdio server RSS vs official", ours.get("idle_rss_mb"), 0.6)
+    check("import time vs official", ours.get("import_ms"), 0.5)
+    return checks
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = ["", "Startup (medians; ratios are per-repetition medians)"]
+    startup = summary["startup"]
+    lines.append(
+        f"{'framework':<10} {'import ms':>10} {'x off.':>7} {'register ' + str(startup['tools_registered']) + ' tools ms':>24}"
+        f" {'x off.':>7} {'+RSS MB':>8} {'idle RSS MB':>12} {'x off.':>7}"
+    )
+    for name, figures in startup["frameworks"].items():
+        vs = figures.get("vs_official", {})
+        lines.append(
+            f"{name:<10} {_fmt(figures['import_ms'], 0):>10} {_fmt(vs.get('import_ms')):>7}"
+            f" {_fmt(figures['register_many_cpu_ms'], 0):>24} {_fmt(vs.get('register_many_cpu_ms')):>7}"
+            f" {_fmt(figures['register_many_rss_mb'], 1):>8} {_fmt(figures['idle_rss_mb'], 1):>12}"
+            f" {_fmt(vs.get('idle_rss_mb')):>7}"
+        )
+    lines += [
+        "",
+        "Per call (server CPU is the server process's user+sys; in memory it is client+server, one process)",
+        f"{'scenario':<22} {'wl':<3} {'framework':<9} {'CPU ms/call':>11} {'x off.':>7} {'calls/s':>8} {'x off.':>7}"
+        f" {'p50 ms':>7} {'p99 ms':>7} {'peak RSS':>8} {'rounds':>6} {'asks':>5}",
+    ]
+    for row in summary["rows"]:
+        lines.append(
+            f"{row['scenario']:<22} {row['workload']:<3} {row['framework']:<9} {_fmt(row['cpu_ms_per_call'], 3):>11}"
+            f" {_fmt(row.get('cpu_vs_official')):>7} {_fmt(row['calls_per_s'], 0):>8}"
+            f" {_fmt(row.get('calls_per_s_vs_official')):>7} {_fmt(row['p50_ms']):>7} {_fmt(row['p99_ms']):>7}"
+            f" {_fmt(row['peak_rss_mb'], 1):>8} {_fmt(row['rounds'], 1):>6} {_fmt(row['questions'], 1):>5}"
+        )
+    lines += ["", "Targets (ours against the official SDK, same run)"]
+    for target in summary["targets"]:
+        verdict = "met " if target["met"] else "MISS"
+        lines.append(f"  {verdict} {target['target']}: {target['value']} (limit {target['limit']:.3g})")
+    return "\n".join(lines)

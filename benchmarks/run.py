@@ -1,0 +1,355 @@
+"""The benchmark driver: `make bench` (about ten minutes) or `python benchmarks/run.py --quick`.
+
+Every framework's server is driven by the same client (the official `mcp`
+Client), so only the server differs. The primary figure is the server's CPU
+time per call, read from the server process; each figure is the median of the
+repetitions, and each ratio is taken within one repetition (frameworks run
+interleaved), then the median of those ratios is reported. See README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import anyio
+
+from benchmarks import harness, report
+from benchmarks.harness import FRAMEWORKS, Framework
+from benchmarks.workloads import WORKLOADS, Workload
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A transport, an era and the workloads measured on it."""
+
+    transport: str  # memory | stdio | http
+    mode: str  # the official client's mode: "auto" (2026-07-28 with every server here) or "legacy"
+    workloads: tuple[str, ...]
+    clients: int = 1
+
+    @property
+    def label(self) -> str:
+        era = "2026-07-28" if self.mode == "auto" else "handshake"
+        clients = f" x{self.clients}" if self.clients > 1 else ""
+        return f"{self.transport}{clients} {era}"
+
+
+SCENARIOS = (
+    Scenario("memory", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("memory", "legacy", ("W1", "W4")),
+    Scenario("stdio", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("stdio", "legacy", ("W1", "W4")),
+    Scenario("http", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("http", "legacy", ("W1", "W4")),
+    Scenario("http", "auto", ("W1", "W2"), clients=16),
+)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Calls per measured phase (per repetition), by transport and workload."""
+
+    calls: dict[str, dict[str, int]]
+    warmup: int
+    reps: int
+    import_reps: int
+    many_tools: int
+
+    @classmethod
+    def full(cls) -> Sizes:
+        fast = {"W1": 1000, "W2": 1000, "W3": 30, "W4": 100}
+        return cls(
+            {"memory": fast, "stdio": fast, "http": {"W1": 300, "W2": 300, "W3": 30, "W4": 50}}, 5, 3, 5, 1000
+        )
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        few = {"W1": 5, "W2": 5, "W3": 2, "W4": 2}
+        return cls({"memory": few, "stdio": few, "http": few}, 1, 1, 1, 20)
+
+    def phase_calls(self, scenario: Scenario, workload: str) -> int:
+        calls = self.calls[scenario.transport][workload]
+        return max(calls, scenario.clients * 2) if scenario.clients > 1 else calls
+
+
+@dataclass
+class Session:
+    """One framework's server and the clients connected to it for a scenario."""
+
+    framework: Framework
+    clients: list[Any]
+    transports: list[harness.CountingTransport]
+    answerer: harness.Answerer
+    pid: int | None
+    protocol_version: str = ""
+    samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def sent(self, method: str) -> int:
+        return sum(t.sent[method] for t in self.transports)
+
+
+# -- startup figures: import time, registering many tools, idle memory ------------------------
+def measure_imports(frameworks: Sequence[Framework], reps: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {f.name: [] for f in frameworks}
+    for framework in frameworks:  # once untimed: bytecode caches
+        harness.subprocess_json(f"{framework.import_line}; print('{{}}')")
+    for _ in range(reps):
+        for framework in frameworks:
+            code = (
+                f"import time; t = time.perf_counter(); {framework.import_line}; "
+                "t = time.perf_counter() - t; import json; print(json.dumps(t * 1000))"
+            )
+            times[framework.name].append(harness.subprocess_json(code))
+    return times
+
+
+def measure_registration(
+    frameworks: Sequence[Framework], reps: int, n: int
+) -> dict[str, list[dict[str, float]]]:
+    samples: dict[str, list[dict[str, float]]] = {f.name: [] for f in frameworks}
+    for _ in range(reps):
+        for framework in frameworks:
+            code = f"""
+import json, os, time
+from benchmarks.harness import process_memory
+import benchmarks.servers.{framework.module} as bench
+rss = process_memory(os.getpid())[0]
+cpu, wall = time.process_time(), time.perf_counter()
+server = bench.register_many({n})
+cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+print(json.dumps({{"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "rss_mb": process_memory(os.getpid())[0] - rss}}))
+"""
+            samples[framework.name].append(harness.subprocess_json(code))
+    return samples
+
+
+async def measure_idle_memory(frameworks: Sequence[Framework], reps: int, log: Any) -> dict[str, list[float]]:
+    """RSS of a stdio server that has answered `server/discover` and `tools/list`, and then sits idle."""
+    from mcp import Client
+
+    rss: dict[str, list[float]] = {f.name: [] for f in frameworks}
+    for _ in range(reps):
+        for framework in frameworks:
+            server = harness.StdioServer(framework, log)
+            async with Client(server.transport()) as client:
+                await client.list_tools()
+                await anyio.sleep(0.2)
+                rss[framework.name].append(harness.process_memory(server.pid())[0])
+    return rss
+
+
+# -- per-call figures ------------------------------------------------------------------------
+@contextlib.asynccontextmanager
+async def open_sessions(
+    scenario: Scenario, frameworks: Sequence[Framework], http_servers: dict[str, tuple[int, str]], log: Any
+) -> Any:
+    from mcp import Client
+
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = []
+        for framework in frameworks:
+            answerer = harness.Answerer()
+            transports: list[harness.CountingTransport] = []
+            stdio = harness.StdioServer(framework, log) if scenario.transport == "stdio" else None
+            for _ in range(scenario.clients):
+                if scenario.transport == "memory":
+                    inner = harness.memory_transport(framework, framework.load().mcp)
+                elif stdio is not None:
+                    inner = stdio.transport()
+                else:
+                    inner = harness.http_transport(http_servers[framework.name][1])
+                transports.append(harness.CountingTransport(inner))
+            clients = [
+                await stack.enter_async_context(
+                    Client(t, mode=scenario.mode, elicitation_callback=answerer)  # type: ignore[arg-type]
+                )
+                for t in transports
+            ]
+            if scenario.transport == "memory":
+                pid = None
+            elif stdio is not None:
+                pid = stdio.pid()
+            else:
+                pid = http_servers[framework.name][0]
+            sessions.append(
+                Session(framework, clients, transports, answerer, pid, clients[0].protocol_version)
+            )
+        yield sessions
+
+
+def applies(workload: Workload, scenario: Scenario, framework: Framework) -> bool:
+    return not (workload.asks and scenario.mode == "auto" and not framework.modern_questions)
+
+
+async def measure_phase(session: Session, workload: Workload, calls: int) -> dict[str, Any]:
+    latencies: list[float] = []
+
+    async def worker(client: Any, n: int) -> None:
+        for _ in range(n):
+            started = time.perf_counter()
+            await workload.call(client)
+            latencies.append(time.perf_counter() - started)
+
+    cpu, sent, asked = harness.process_cpu(session.pid), session.sent("tools/call"), session.answerer.asked
+    wall = time.perf_counter()
+    if len(session.clients) == 1:
+        await worker(session.clients[0], calls)
+    else:
+        share, extra = divmod(calls, len(session.clients))
+        async with anyio.create_task_group() as group:
+            for index, client in enumerate(session.clients):
+                group.start_soon(worker, client, share + (index < extra))
+    wall = time.perf_counter() - wall
+    cpu = harness.process_cpu(session.pid) - cpu
+    latencies.sort()
+    sample: dict[str, Any] = {
+        "calls": calls,
+        "cpu_ms_per_call": cpu / calls * 1000,
+        "calls_per_s": calls / wall,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "rounds": (session.sent("tools/call") - sent) / calls,
+        "questions": (session.answerer.asked - asked) / calls,
+    }
+    if session.pid is not None:
+        sample["peak_rss_mb"] = harness.process_memory(session.pid)[1]
+    return sample
+
+
+async def run_scenario(
+    scenario: Scenario,
+    frameworks: Sequence[Framework],
+    sizes: Sizes,
+    http_servers: dict[str, tuple[int, str]],
+    log: Any,
+) -> dict[str, Any]:
+    async with open_sessions(scenario, frameworks, http_servers, log) as sessions:
+        workloads = [WORKLOADS[key] for key in scenario.workloads]
+        for session in sessions:  # warm up every client, and check every answer once before timing anything
+            for workload in workloads:
+                if applies(workload, scenario, session.framework):
+                    for client in session.clients:
+                        for _ in range(sizes.warmup if workload.key in ("W1", "W2") else 1):
+                            await workload.call(client)
+        for rep in range(sizes.reps):
+            order = sessions[rep % len(sessions) :] + sessions[: rep % len(sessions)]
+            for workload in workloads:
+                for session in order:
+                    if applies(workload, scenario, session.framework):
+                        sample = await measure_phase(
+                            session, workload, sizes.phase_calls(scenario, workload.key)
+                        )
+                        session.samples.setdefault(workload.key, []).append(sample)
+        return {
+            "scenario": scenario.label,
+            "transport": scenario.transport,
+            "mode": scenario.mode,
+            "clients": scenario.clients,
+            "protocol_versions": {s.framework.name: s.protocol_version for s in sessions},
+            "samples": {s.framework.name: s.samples for s in sessions},
+        }
+
+
+async def run_all(
+    args: argparse.Namespace, frameworks: Sequence[Framework], sizes: Sizes, log: Any
+) -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    started = time.perf_counter()
+    progress("import time")
+    results["import_ms"] = measure_imports(frameworks, sizes.import_reps)
+    progress(f"registering {sizes.many_tools} tools")
+    results["register_many"] = {
+        "tools": sizes.many_tools,
+        **measure_registration(frameworks, sizes.reps, sizes.many_tools),
+    }
+    progress("idle memory")
+    results["idle_rss_mb"] = await measure_idle_memory(frameworks, sizes.reps, log)
+    transports = set(args.transports)
+    if "http" in transports and not harness.has_our_http() and any(f.name == "ours" for f in frameworks):
+        print("note: src/mcp_resolve/transports/http.py does not exist yet; skipping HTTP", file=sys.stderr)
+        transports.discard("http")
+    scenarios = [s for s in SCENARIOS if s.transport in transports]
+    results["scenarios"] = []
+    async with contextlib.AsyncExitStack() as stack:
+        http_servers: dict[str, tuple[int, str]] = {}
+        if any(s.transport == "http" for s in scenarios):
+            for framework in frameworks:
+                http_servers[framework.name] = stack.enter_context(harness.http_server(framework, log))
+        for scenario in scenarios:
+            progress(scenario.label)
+            results["scenarios"].append(await run_scenario(scenario, frameworks, sizes, http_servers, log))
+    results["seconds"] = time.perf_counter() - started
+    return results
+
+
+_STARTED = time.perf_counter()
+
+
+def progress(stage: str) -> None:
+    print(f"[{time.perf_counter() - _STARTED:6.1f}s] {stage}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="a few calls per phase, one repetition (smoke run)"
+    )
+    parser.add_argument("--reps", type=int, help="repetitions (default 3; 1 with --quick)")
+    parser.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS), default=list(FRAMEWORKS))
+    parser.add_argument(
+        "--transports", nargs="+", choices=["memory", "stdio", "http"], default=["memory", "stdio", "http"]
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.pop(
+        "PYTHONDONTWRITEBYTECODE", None
+    )  # servers and import timings use bytecode caches, as deployed
+    for name in ("httpx", "httpx2"):  # the client's request log would cost every framework's runs alike
+        logging.getLogger(name).setLevel(logging.WARNING)
+    sizes = Sizes.quick() if args.quick else Sizes.full()
+    if args.reps:
+        sizes = Sizes(sizes.calls, sizes.warmup, args.reps, sizes.import_reps, sizes.many_tools)
+    frameworks = [FRAMEWORKS[name] for name in args.frameworks]
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    with open(args.out / f"bench-{stamp}.log", "w") as log:
+        results = anyio.run(run_all, args, frameworks, sizes, log)
+    results["meta"] = {
+        "when": stamp,
+        "quick": args.quick,
+        "reps": sizes.reps,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}",
+        "frameworks": {f.name: f.import_line for f in frameworks},
+    }
+    summary = report.summarise(results)
+    results["summary"] = summary
+    path = args.out / f"bench-{stamp}.json"
+    path.write_text(json.dumps(results, indent=1))
+    print(report.render(summary))
+    print(f"\nwrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One server module per framework, each exposing the same benchmark workloads (see ../README.md)."""

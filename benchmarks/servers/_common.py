@@ -1,0 +1,40 @@
+"""What every benchmark server shares: the workload data and the command line that serves it.
+
+Kept free of any framework import, so importing it costs the same for all
+three servers and an idle server's memory is its framework's, not ours.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+STOCK = {"Dune": 3, "Emma": 0, "Ulysses": 12}
+FAN_OUT_DELAY = 0.02  # W3: each of the four resolvers awaits this long
+
+# W4: the refund desk's order records (examples/refund_desk/server.py).
+ORDERS: dict[str, tuple[tuple[str, int, bool], ...]] = {
+    "ORD-7001": (("ebook-dune", 999, False),),
+    "ORD-7002": (("trail-boots", 2400, True), ("wool-socks", 2400, True)),
+}
+
+
+def delivery_for(stock: int) -> str:
+    return "2 days" if stock > 0 else "3 weeks"
+
+
+def serve_from_argv(run_stdio: Callable[[], None], http_app: Callable[[], Any]) -> None:
+    """`stdio` (default) or `http PORT`; writes our pid where $BENCH_PID_FILE says, so the driver can watch us."""
+    pid_file = os.environ.get("BENCH_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as handle:
+            handle.write(str(os.getpid()))
+    args = sys.argv[1:] or ["stdio"]
+    if args[0] == "http":
+        import uvicorn
+
+        uvicorn.run(http_app(), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False)
+    else:
+        run_stdio()
