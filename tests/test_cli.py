@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 
 from conftest import EXAMPLES, PYTHON, REFUND_DESK
@@ -196,6 +201,84 @@ async def test_run_serves_stdio() -> None:
         "cents": 4800,
         "restocked": False,
     }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@asynccontextmanager
+async def served(*args: str, env: dict[str, str]) -> AsyncIterator[str]:
+    """`mcp-resolve run ... --http` on a free port for the length of the block; yields the endpoint URL."""
+    port = free_port()
+    process = await anyio.open_process(
+        [*CLI, "run", *args, "--http", "--port", str(port)],
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        with anyio.fail_after(60):
+            while True:
+                assert process.returncode is None, "the server exited before listening"
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        with anyio.move_on_after(20):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_run_serves_http(workers: int) -> None:
+    """Every round of a refund may land on another worker: shared keys make them all valid."""
+    keys = {"MCP_RESOLVE_STATE_KEYS": "cli-test-key-" + "k" * 40}
+
+    async def person(params: Any) -> dict[str, Any]:
+        if "full" in params.requested_schema["properties"]:
+            return {"action": "accept", "content": {"full": False, "sku": "wool-socks"}}
+        return {"action": "accept", "content": {"restock": True}}
+
+    async with served(str(REFUND_DESK), "--workers", str(workers), env=keys) as url:
+        for _ in range(4):
+            async with Client(url, mode="2026-07-28", elicitation_handler=person) as client:
+                result = await client.call_tool("refund_order", {"order_id": "ORD-7002", "reason": "http"})
+            assert result.structured_content == {
+                "order_id": "ORD-7002",
+                "reason": "http",
+                "cents": 2400,
+                "restocked": True,
+            }
+
+
+def test_run_refuses_workers_without_shared_keys() -> None:
+    environment = {k: v for k, v in os.environ.items() if k != "MCP_RESOLVE_STATE_KEYS"}
+    done = subprocess.run(
+        [*CLI, "run", str(REFUND_DESK), "--http", "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=environment,
+    )
+    assert done.returncode == 1
+    assert "refusing to start 2 workers with a per-process requestState key" in done.stderr
+    assert "MCP_RESOLVE_STATE_KEYS" in done.stderr
+
+
+def test_run_workers_need_http() -> None:
+    done = cli("run", str(REFUND_DESK), "--workers", "2")
+    assert done.returncode == 1 and "--workers needs --http" in done.stderr
 
 
 def test_console_script_is_installed() -> None:

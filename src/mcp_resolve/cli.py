@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -29,10 +30,11 @@ from .resources import Resource, ResourceTemplate
 from .server import MCPServer
 from .tools import Tool
 
-__all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main"]
+__all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main", "worker_app"]
 
 Component = Tool | Prompt | Resource | ResourceTemplate
 INSPECTOR = "@modelcontextprotocol/inspector"
+WORKER_APP_ENV = "MCP_RESOLVE_WORKER_APP"
 NO_NPX = (
     "mcp-resolve dev opens the MCP Inspector with npx, and npx is not on PATH.\n"
     "Install Node.js 18 or newer (https://nodejs.org), which provides npx, then run this again;\n"
@@ -261,10 +263,43 @@ def graph_mermaid(components: Sequence[Component]) -> str:
 # -- run and dev -----------------------------------------------------------------------------
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     if not args.http:
+        if args.workers != 1:
+            raise CLIError("--workers needs --http (stdio is one process talking to one client)")
         server.run()
         return 0
-    server.run(transport="streamable-http", host=args.host, port=args.port, path=args.path)
+    from .transports.http import check_state_keys
+
+    try:
+        check_state_keys(server, args.workers)
+    except (RuntimeError, ValueError) as exc:
+        raise CLIError(str(exc)) from None
+    if args.workers == 1:
+        server.run(transport="streamable-http", host=args.host, port=args.port, path=args.path)
+        return 0
+    import uvicorn
+
+    # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
+    os.environ[WORKER_APP_ENV] = json.dumps(
+        {"target": _absolute(args.target), "path": args.path, "host": args.host}
+    )
+    uvicorn.run(f"{__name__}:worker_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     return 0
+
+
+def worker_app() -> Any:
+    """The ASGI app of one `run --http --workers N` worker: the server file the parent was given."""
+    from .transports.http_guard import LOOPBACK_HOSTS
+
+    settings = json.loads(os.environ[WORKER_APP_ENV])
+    host = settings["host"]
+    # As `serve_http` does for one worker: a named, non-loopback bind also accepts its own Host header.
+    allowed = None if host in (*LOOPBACK_HOSTS, "0.0.0.0", "::", "") else [*LOOPBACK_HOSTS, host]
+    return load_server(settings["target"]).streamable_http_app(path=settings["path"], allowed_hosts=allowed)
+
+
+def _absolute(spec: str) -> str:
+    path, obj = split_target(spec)
+    return os.fspath(path.resolve()) + (f":{obj}" if obj else "")
 
 
 def _dev(spec: str) -> int:
@@ -272,9 +307,7 @@ def _dev(spec: str) -> int:
     if npx is None:
         print(NO_NPX.format(target=spec), file=sys.stderr)
         return 1
-    path, obj = split_target(spec)
-    target = os.fspath(path.resolve()) + (f":{obj}" if obj else "")
-    command = [npx, "--yes", INSPECTOR, "--", sys.executable, "-m", "mcp_resolve", "run", target]
+    command = [npx, "--yes", INSPECTOR, "--", sys.executable, "-m", "mcp_resolve", "run", _absolute(spec)]
     print(f"Opening the MCP Inspector on {spec} (stdio): {' '.join(command)}", file=sys.stderr)
     try:
         return subprocess.call(command)
@@ -296,6 +329,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     run.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    run.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="HTTP worker processes (default 1); more than one needs shared keys in MCP_RESOLVE_STATE_KEYS",
+    )
 
     check_cmd = commands.add_parser("check", help="import the server and analyse every resolver graph")
     check_cmd.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
