@@ -31,6 +31,7 @@ from mcp_resolve import (
     RequestStateSecurity,
     Resolve,
     Sample,
+    ToolError,
 )
 from mcp_resolve.errors import MCPError
 from mcp_resolve.resolve.questions import render_question
@@ -551,3 +552,77 @@ async def test_our_client_samples_once_across_rounds_and_asks_once() -> None:
             result = await client.call_tool("post", {"topic": "sand"})
         assert result.content[0].text == "posted 'Hello!'"  # type: ignore[union-attr]
         assert len(sampler.asked) == 1 and asked == ["Send 'Hello!'?"]
+
+
+# -- failures surface as tool errors, never as crashes --------------------------------------------
+
+
+class Shipping(BaseModel):
+    address: Note  # nested: cannot be a form; unannotated resolvers only find out when asking
+
+
+def failing_server() -> MCPServer:
+    server = MCPServer("failures")
+
+    async def refuses(item: str) -> int:
+        raise ToolError(f"no such item {item!r}")
+
+    async def breaks(item: str) -> int:
+        raise KeyError("warehouse")
+
+    async def bad_form():  # type: ignore[no-untyped-def]  # unannotated: registration cannot check the form
+        return Elicit("Where to?", Shipping)
+
+    async def ask() -> Elicit[Pick]:
+        return Elicit("OK?", Pick)
+
+    @server.tool()
+    async def refused(item: str, n: Annotated[int, Resolve(refuses)]) -> str:
+        return "unreachable"
+
+    @server.tool()
+    async def body_refused(item: str) -> str:
+        raise ToolError(f"no such item {item!r}")
+
+    @server.tool()
+    async def broken(item: str, n: Annotated[int, Resolve(breaks)]) -> str:
+        return "unreachable"
+
+    @server.tool()
+    async def unrenderable(where: Annotated[Shipping, Resolve(bad_form)]) -> str:
+        return "unreachable"
+
+    @server.tool()
+    async def asks(ok: Annotated[Pick, Resolve(ask)]) -> str:
+        return "unreachable"
+
+    return server
+
+
+@pytest.mark.parametrize("mode", [MODERN, "legacy"])
+async def test_resolver_failures_are_tool_errors(mode: str) -> None:
+    async def refuses_to_answer(_params: ElicitRequestFormParams) -> dict[str, Any]:
+        raise RuntimeError("the form crashed")
+
+    async with Client(failing_server(), mode=mode, elicitation_handler=refuses_to_answer) as client:
+        refused = await client.call_tool("refused", {"item": "hat"})
+        body_refused = await client.call_tool("body_refused", {"item": "hat"})
+        broken = await client.call_tool("broken", {"item": "hat"})
+        unrenderable = await client.call_tool("unrenderable", {})
+        asks = await client.call_tool("asks", {}) if mode == "legacy" else None
+    # A ToolError from a resolver reads exactly like one from the body.
+    assert refused.is_error is True and body_refused.is_error is True
+    assert refused.content[0].text == "Error executing tool refused: no such item 'hat'"  # type: ignore[union-attr]
+    assert body_refused.content[0].text == "Error executing tool body_refused: no such item 'hat'"  # type: ignore[union-attr]
+    assert broken.is_error is True
+    assert "Traceback" not in broken.content[0].text  # type: ignore[union-attr]
+    unrenderable_text = unrenderable.content[0].text  # type: ignore[union-attr]
+    assert unrenderable.is_error is True
+    assert ":failing_server.<locals>.bad_form asked a question that cannot be rendered" in unrenderable_text
+    assert "Shipping.address" in unrenderable_text
+    if (
+        asks is not None
+    ):  # a client that answers a mid-call question with an error: a tool error naming the resolver
+        assert asks.is_error is True
+        assert "could not answer elicitation/create for resolver" in asks.content[0].text  # type: ignore[union-attr]
+        assert ":failing_server.<locals>.ask" in asks.content[0].text  # type: ignore[union-attr]

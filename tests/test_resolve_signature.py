@@ -245,3 +245,24 @@ def test_build_resolver_plans_orders_dependencies_first_and_shares_them() -> Non
     assert plans[delivery].dependency_params == (("s", stock, False),)
     assert plans[delivery].context_params == ("ctx",)
     assert callable(resolve_arguments)
+
+
+class Address(BaseModel):
+    street: str
+
+
+class Shipping(BaseModel):
+    address: Address  # a nested object: no elicitation form can show it
+
+
+async def ask_shipping() -> Elicit[Shipping]:
+    return Elicit("Where to?", Shipping)
+
+
+def test_an_elicit_model_that_cannot_be_a_form_fails_at_registration() -> None:
+    async def tool(ship: Annotated[Shipping, Resolve(ask_shipping)]) -> str:
+        return ""
+
+    message = message_of(tool)
+    assert ":ask_shipping (filling parameter 'ship')" in message
+    assert "Shipping.address" in message and "not allowed" in message

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from mcp_types import InputRequiredResult
+from pydantic import BaseModel
 
-from ..elicitation import is_elicitation_result_type
+from ..elicitation import form_schema, is_elicitation_result_type
 from ..errors import InvalidSignature
 from .markers import Elicit, ListRoots, Resolve, Sample
 
@@ -152,6 +153,7 @@ def returns_input_required(fn: Callable[..., Any]) -> bool:
 
 
 def _check_return_markers(hints: dict[str, Any], where: str) -> None:
+    """One question arm at most, and a form model that a client can show, known before any call."""
     annotation = hints.get("return")
     if annotation is None:
         return
@@ -164,6 +166,13 @@ def _check_return_markers(hints: dict[str, Any], where: str) -> None:
             f"({', '.join(getattr(a, '__name__', repr(a)) for a in marker_arms)}); a resolver asks at most "
             "one kind of question, split it into one resolver per question"
         )
+    for arm in marker_arms:
+        schema = get_args(arm)[0] if get_origin(arm) is Elicit else None
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            try:
+                form_schema(schema)
+            except TypeError as exc:
+                raise InvalidSignature(f"{where}: {exc}") from None
 
 
 def _kind_of(fn: Callable[..., Any]) -> ResolverKind:
@@ -192,7 +201,8 @@ def build_resolver_plans(
         InvalidSignature: If a resolver has a cyclic dependency, or a resolver
             parameter cannot be classified (not a Context, not a Resolve(...),
             not a tool argument by name), or its return annotation has more
-            than one question arm.
+            than one question arm or an `Elicit[Model]` whose model cannot
+            be an elicitation form.
     """
     overrides = overrides or {}
     plans: dict[Hashable, ResolverPlan] = {}

@@ -257,7 +257,10 @@ class _CallRun:
         if self.questioner is None:
             raise ToolError(f"Resolver {plan.name} asked a question, but this request cannot ask the client")
         wire_key = self._claim_wire_key(plan, value.key)
-        question = render_question(value)
+        try:
+            question = render_question(value)
+        except TypeError as exc:  # a form the client could not show; registration catches annotated ones
+            raise ToolError(f"Resolver {plan.name} asked a question that cannot be rendered: {exc}") from None
         answer = await self.questioner.ask(wire_key, question)
         if answer is PENDING:
             return _Pending(wire_key, question)
