@@ -68,6 +68,22 @@ def test_refund_desk_over_stdio_legacy() -> None:
     assert "All checks passed (stdio, protocol 2025-11-25)." in done.stdout
 
 
+def test_refund_desk_over_http() -> None:
+    """The client hosts server.py on a free port; the questions ride 2026-07-28 input-required rounds."""
+    done = run_example(REFUND_CLIENT, "--http")
+    assert "Refund desk over HTTP, protocol 2026-07-28" in done.stdout
+    assert_story(done, rounds=MODERN_ROUNDS)
+    assert "All checks passed (HTTP, protocol 2026-07-28)." in done.stdout
+
+
+def test_refund_desk_over_http_legacy() -> None:
+    """Handshake era over HTTP: each question is an elicitation/create request sent mid-call."""
+    done = run_example(REFUND_CLIENT, "--http", "--legacy")
+    assert "Refund desk over HTTP, protocol 2025-11-25" in done.stdout
+    assert_story(done, rounds=LEGACY_REQUESTS)
+    assert "All checks passed (HTTP, protocol 2025-11-25)." in done.stdout
+
+
 @pytest.mark.anyio
 async def test_refund_desk_client_catches_a_wrong_server() -> None:
     """The client's checks are real: a desk that refunds the wrong amount, or asks again, is reported."""
