@@ -15,7 +15,7 @@ import logging
 import types
 from collections.abc import Callable
 from contextlib import AsyncExitStack
-from typing import Any, Union, get_args, get_origin, get_type_hints, is_typeddict
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pydantic_core
 from mcp_types import (
@@ -29,6 +29,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from pydantic import BaseModel, TypeAdapter, create_model
+from typing_extensions import is_typeddict  # knows typing_extensions.TypedDict (pydantic's before 3.12)
 
 from .context import Context
 from .errors import InvalidSignature, MCPError, ToolError

@@ -11,7 +11,7 @@ from typing import Any
 
 import pydantic_core
 
-from ..errors import INVALID_REQUEST, PARSE_ERROR, MCPError
+from ..errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, MCPError
 
 __all__ = [
     "Incoming",
@@ -93,9 +93,8 @@ def decode(raw: bytes | str | dict[str, Any]) -> Incoming:
         if params is None:
             params = {}
         elif not isinstance(params, dict):
-            raise _with_id(
-                MCPError(INVALID_REQUEST, "Invalid Request: 'params' must be an object"), request_id
-            )
+            # JSON-RPC allows by-position params; MCP methods take only named ones, so it is bad params.
+            raise _with_id(MCPError(INVALID_PARAMS, "Invalid params: 'params' must be an object"), request_id)
         if "id" not in obj:
             return IncomingNotification(method, params)
         if not _valid_id(request_id):

@@ -1,18 +1,22 @@
 """stdio: newline-delimited JSON-RPC on stdin/stdout, logs on stderr, clean exit on EOF.
 
-Nothing but protocol messages ever reaches stdout. Reads go through asyncio's
-pipe reader (no thread hop per line); a line longer than the limit is
-discarded up to its newline and answered with a parse error, so one huge
-garbage line cannot take the server down.
+Nothing but protocol messages ever reaches stdout: while serving, file
+descriptor 1 points at stderr and only the protocol holds the real stdout.
+Reads go through asyncio's pipe reader (no thread hop per line); a line
+longer than the limit is discarded up to its newline and answered with a
+parse error, so one huge garbage line cannot take the server down.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import math
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 import anyio
@@ -61,11 +65,39 @@ async def _read_line(reader: asyncio.StreamReader) -> bytes | None:
     return line
 
 
+@contextmanager
+def _claim_stdout() -> Iterator[BinaryIO]:
+    """A private handle on stdout for the protocol, with file descriptor 1 itself pointed at stderr.
+
+    A stray `print()` in a tool, or a child process it starts, would otherwise
+    write into the protocol stream and break the client's parser.
+    """
+    try:
+        out_fd, err_fd = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):  # stdout is not a real file: nothing to guard
+        yield sys.stdout.buffer
+        return
+    sys.stdout.flush()
+    saved = os.dup(out_fd)
+    os.dup2(err_fd, out_fd)
+    try:
+        with os.fdopen(saved, "wb", closefd=False) as protocol:
+            yield protocol
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, out_fd)
+        os.close(saved)
+
+
 async def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Serve `server` over this process's stdin/stdout until stdin closes."""
     _configure_logging()
+    if stdout is None:
+        with _claim_stdout() as protocol:
+            await serve_stdio(server, stdin, protocol)
+        return
     source = stdin or sys.stdin.buffer
-    target = stdout or sys.stdout.buffer
+    target = stdout
     reader = await _pipe_reader(source)
     write_lock = anyio.Lock()
 
