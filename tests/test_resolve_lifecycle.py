@@ -222,3 +222,28 @@ async def test_an_override_that_cannot_be_analysed_fails_the_call_readably(mode:
         result = await client.call_tool("quote", {"sku": "boots"})
     assert result.is_error is True
     assert "cannot classify parameter 'stranger'" in text_of(result)
+
+
+async def test_every_way_of_changing_the_overrides_takes_effect() -> None:
+    server, price_of, _confirm = shop_server([])
+
+    async def cheap(sku: str) -> Price:
+        return Price(cents=1)
+
+    async def cheaper(sku: str) -> Price:
+        return Price(cents=0)
+
+    overrides = server.dependency_overrides
+    seen: list[str] = []
+    async with Client(server, mode="legacy") as client:
+        for change in (
+            lambda: overrides.update({price_of: cheap}),
+            lambda: overrides.pop(price_of),
+            lambda: overrides.setdefault(price_of, cheaper),
+            lambda: overrides.popitem(),
+            lambda: overrides.__ior__({price_of: cheap}),
+            lambda: overrides.clear(),
+        ):
+            change()
+            seen.append(text_of(await client.call_tool("quote", {"sku": "x"})))
+    assert seen == ["x: 1", "x: 1000", "x: 0", "x: 1000", "x: 1", "x: 1000"]

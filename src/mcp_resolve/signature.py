@@ -59,6 +59,18 @@ class Overrides(dict[Any, Callable[..., Any]]):
         super().update(*args, **kwargs)
         self.version += 1
 
+    def setdefault(self, key: Any, default: Callable[..., Any]) -> Callable[..., Any]:
+        self.version += 1
+        return super().setdefault(key, default)
+
+    def popitem(self) -> tuple[Any, Callable[..., Any]]:
+        self.version += 1
+        return super().popitem()
+
+    def __ior__(self, other: Any) -> Overrides:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
 
 class ArgumentError(Exception):
     """Arguments that failed validation; the message names each bad field."""
