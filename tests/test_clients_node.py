@@ -48,7 +48,9 @@ TS_CLIENT = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "pa
 CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
-MISSING_CAPABILITY = re.compile(r"Resolver \S+:refund_scope needs a client capability the client did not declare")
+MISSING_CAPABILITY = re.compile(
+    r"Resolver \S+:refund_scope needs a client capability the client did not declare"
+)
 
 
 @pytest.fixture(scope="module")
