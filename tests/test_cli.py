@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from conftest import EXAMPLES, PYTHON, REFUND_DESK
@@ -250,8 +251,9 @@ async def test_run_serves_http(workers: int) -> None:
             return {"action": "accept", "content": {"full": False, "sku": "wool-socks"}}
         return {"action": "accept", "content": {"restock": True}}
 
-    async with served(str(REFUND_DESK), "--workers", str(workers), env=keys) as url:
-        for _ in range(4):
+    hosts = ("--allowed-host", "127.0.0.1", "--allowed-host", "refunds.example.test")
+    async with served(str(REFUND_DESK), *hosts, "--workers", str(workers), env=keys) as url:
+        for _ in range(3):
             async with Client(url, mode="2026-07-28", elicitation_handler=person) as client:
                 result = await client.call_tool("refund_order", {"order_id": "ORD-7002", "reason": "http"})
             assert result.structured_content == {
@@ -260,6 +262,12 @@ async def test_run_serves_http(workers: int) -> None:
                 "cents": 2400,
                 "restocked": True,
             }
+        ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx.AsyncClient() as http:
+            listed = await http.post(url, json=ping, headers={"Host": "refunds.example.test"})
+            unlisted = await http.post(url, json=ping, headers={"Host": "elsewhere.example.test"})
+        assert listed.status_code != 403, listed.text
+        assert unlisted.status_code == 403 and "DNS rebinding" in unlisted.text
 
 
 def test_run_refuses_workers_without_shared_keys() -> None:

@@ -274,14 +274,24 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     except (RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     if args.workers == 1:
-        server.run(transport="streamable-http", host=args.host, port=args.port, path=args.path)
+        server.run(
+            transport="streamable-http",
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            allowed_hosts=args.allowed_hosts,
+        )
         return 0
     import uvicorn
 
     # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
-    os.environ[WORKER_APP_ENV] = json.dumps(
-        {"target": _absolute(args.target), "path": args.path, "host": args.host}
-    )
+    settings = {
+        "target": _absolute(args.target),
+        "path": args.path,
+        "host": args.host,
+        "hosts": args.allowed_hosts,
+    }
+    os.environ[WORKER_APP_ENV] = json.dumps(settings)
     uvicorn.run(f"{__name__}:worker_app", factory=True, host=args.host, port=args.port, workers=args.workers)
     return 0
 
@@ -291,9 +301,9 @@ def worker_app() -> Any:
     from .transports.http_guard import LOOPBACK_HOSTS
 
     settings = json.loads(os.environ[WORKER_APP_ENV])
-    host = settings["host"]
-    # As `serve_http` does for one worker: a named, non-loopback bind also accepts its own Host header.
-    allowed = None if host in (*LOOPBACK_HOSTS, "0.0.0.0", "::", "") else [*LOOPBACK_HOSTS, host]
+    host, allowed = settings["host"], settings["hosts"]
+    if allowed is None and host not in (*LOOPBACK_HOSTS, "0.0.0.0", "::", ""):
+        allowed = [*LOOPBACK_HOSTS, host]  # as `serve_http` does for one worker bound to a name
     return load_server(settings["target"]).streamable_http_app(path=settings["path"], allowed_hosts=allowed)
 
 
@@ -329,6 +339,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     run.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
     run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    run.add_argument(
+        "--allowed-host",
+        action="append",
+        dest="allowed_hosts",
+        metavar="NAME",
+        help="accept this Host header (repeatable; default: loopback names and a named --host)",
+    )
     run.add_argument(
         "--workers",
         type=int,
