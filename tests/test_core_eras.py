@@ -27,7 +27,7 @@ from mcp_types import (
 )
 
 from conftest import load_module
-from mcp_resolve import Client, MCPServer
+from mcp_resolve import Client, Context, MCPServer
 from mcp_resolve.transports.memory import MemoryPipe, connect_in_memory
 from servers.raw_stdio import EVERYTHING_CORE, modern_meta
 
@@ -279,3 +279,28 @@ async def test_context_describes_the_request(mode: Any, version: str) -> None:
         "headers": None,  # not on HTTP
         "has_request_id": True,
     }
+
+
+async def test_lifespan_value_reaches_the_context_and_the_lifespan_ends_with_the_last_connection() -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[dict[str, str]]:
+        events.append("enter")
+        yield {"db": f"connection for {server.name}"}
+        events.append("exit")
+
+    mcp = MCPServer("with-lifespan", lifespan=lifespan)
+
+    @mcp.tool()
+    async def db(ctx: Context) -> str:
+        assert ctx.request_context.lifespan_context is ctx.lifespan_context  # the official SDK's spelling too
+        return str(ctx.lifespan_context["db"])
+
+    async with Client(mcp, mode="legacy") as first, Client(mcp, mode="auto") as second:
+        for client in (first, second):
+            assert (await client.call_tool("db")).structured_content == {
+                "result": "connection for with-lifespan"
+            }
+        assert events == ["enter"]  # one lifespan however many connections share the server
+    assert events == ["enter", "exit"]
