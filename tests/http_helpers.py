@@ -11,18 +11,28 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
 import uvicorn
 
-__all__ = ["REFUND_TRAJECTORY", "RefundAnswers", "http_server", "refund_answers", "run_refund_trajectory"]
+__all__ = [
+    "REFUND_TRAJECTORY",
+    "RefundAnswers",
+    "free_port",
+    "http_server",
+    "refund_answers",
+    "run_refund_trajectory",
+    "serving",
+]
 
 
 def _start(app: Any, graceful: float) -> tuple[uvicorn.Server, threading.Thread, socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets that say so, and without it
+    # every response waits out the peer's delayed ACK (~40 ms a request).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
@@ -54,6 +64,23 @@ async def http_server(app: Any, *, graceful: float = 2.0) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         await anyio.to_thread.run_sync(_stop, server, thread, sock)
+
+
+@contextmanager
+def serving(app: Any, *, graceful: float = 2.0) -> Iterator[str]:
+    """`http_server` for synchronous code (module-scoped fixtures shared by many tests)."""
+    server, thread, sock = _start(app, graceful)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        _stop(server, thread, sock)
+
+
+def free_port() -> int:
+    """A port nothing listens on right now, for a server started in another process."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 class RefundAnswers:
