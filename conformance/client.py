@@ -152,7 +152,10 @@ async def run(url: str) -> int:
         client_info=CLIENT_INFO,
     ) as client:
         failures = await exercise(client, context)
-    return 1 if failures else 0
+    # Mocks serve only what their scenario needs (some answer -32601 to everything else), so a failed
+    # operation is logged, not fatal: the harness judges the run from the traffic it saw.
+    logger.info("done; %d operation(s) failed", failures)
+    return 0
 
 
 def main() -> int:

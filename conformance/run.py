@@ -51,6 +51,7 @@ CLIENT_SCENARIOS = {
 }
 LEG_TIMEOUT = 240.0
 _RESULT_DIR = re.compile(r"^(?:server-)?(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+_NOT_SCORED = re.compile(r"^\s+[✓✗] (?P<scenario>\S+) \((?P<why>[^)]+)\)$")
 
 
 @dataclass
@@ -67,6 +68,8 @@ class Leg:
 class Tally:
     scenarios: dict[str, dict[str, int]] = field(default_factory=dict)
     exit_codes: list[int] = field(default_factory=list)
+    not_scored: dict[str, str] = field(default_factory=dict)
+    """Requirements runs also run scenarios the revision does not score (name -> why); the harness ignores them."""
 
     def add(self, scenario: str, checks: list[dict[str, object]]) -> None:
         counts = self.scenarios.setdefault(scenario, {"SUCCESS": 0, "FAILURE": 0, "WARNING": 0})
@@ -75,15 +78,19 @@ class Tally:
             if status in counts:
                 counts[status] += 1
 
-    def passed(self, strict: bool) -> list[str]:
+    def scored(self) -> dict[str, dict[str, int]]:
+        return {name: counts for name, counts in self.scenarios.items() if name not in self.not_scored}
+
+    def passed(self, strict: bool, scenarios: dict[str, dict[str, int]]) -> list[str]:
         return [
             name
-            for name, counts in self.scenarios.items()
+            for name, counts in scenarios.items()
             if counts["FAILURE"] == 0 and not (strict and counts["WARNING"])
         ]
 
-    def total(self, status: str) -> int:
-        return sum(counts[status] for counts in self.scenarios.values())
+
+def _total(scenarios: dict[str, dict[str, int]], status: str) -> int:
+    return sum(counts[status] for counts in scenarios.values())
 
 
 def free_port() -> int:
@@ -202,7 +209,8 @@ def run_leg(leg: Leg, out: Path, server: subprocess.Popen[bytes] | None) -> Tall
     for index, args in enumerate(leg.runs or [leg.args]):
         results = out / f"run-{index}"
         command = [str(NODE), str(HARNESS), *args, "-o", str(results)]
-        with (out / f"run-{index}.log").open("wb") as log:
+        log_path = out / f"run-{index}.log"
+        with log_path.open("wb") as log:
             try:
                 completed = subprocess.run(
                     command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=LEG_TIMEOUT
@@ -210,6 +218,10 @@ def run_leg(leg: Leg, out: Path, server: subprocess.Popen[bytes] | None) -> Tall
                 tally.exit_codes.append(completed.returncode)
             except subprocess.TimeoutExpired:
                 tally.exit_codes.append(-1)
+        for line in log_path.read_text(errors="replace").splitlines():
+            found = _NOT_SCORED.match(line)
+            if found:
+                tally.not_scored[found.group("scenario")] = found.group("why")
         for checks_file in sorted(results.rglob("checks.json")):
             match = _RESULT_DIR.match(checks_file.parent.name)
             scenario = match.group("scenario") if match else checks_file.parent.name
@@ -221,19 +233,29 @@ def run_leg(leg: Leg, out: Path, server: subprocess.Popen[bytes] | None) -> Tall
     return tally
 
 
-def report(leg: Leg, tally: Tally, out: Path) -> bool:
-    passed = tally.passed(leg.strict)
-    total = len(tally.scenarios)
-    ok = bool(total) and all(code == 0 for code in tally.exit_codes) and len(passed) == total
-    checks = tally.total("SUCCESS") + tally.total("FAILURE") + tally.total("WARNING")
-    print(
-        f"{'PASS' if ok else 'FAIL'}  {leg.name}: scenarios {len(passed)}/{total} passed; "
-        f"checks {tally.total('SUCCESS')}/{checks} passed, {tally.total('FAILURE')} failed, "
-        f"{tally.total('WARNING')} warnings"
+def _summary(scenarios: dict[str, dict[str, int]], passed: list[str]) -> str:
+    judged = sum(_total(scenarios, status) for status in ("SUCCESS", "FAILURE", "WARNING"))
+    return (
+        f"scenarios {len(passed)}/{len(scenarios)} passed; checks {_total(scenarios, 'SUCCESS')}/{judged} "
+        f"passed, {_total(scenarios, 'FAILURE')} failed, {_total(scenarios, 'WARNING')} warnings"
     )
-    for name, counts in tally.scenarios.items():
+
+
+def report(leg: Leg, tally: Tally, out: Path) -> bool:
+    scored = tally.scored()
+    passed = tally.passed(leg.strict, scored)
+    ok = bool(scored) and all(code == 0 for code in tally.exit_codes) and len(passed) == len(scored)
+    print(f"{'PASS' if ok else 'FAIL'}  {leg.name}: {_summary(scored, passed)}")
+    for name, counts in scored.items():
         if name not in passed:
             print(f"        {name}: {counts['FAILURE']} failed, {counts['WARNING']} warnings")
+    if tally.not_scored:
+        extra = {name: counts for name, counts in tally.scenarios.items() if name in tally.not_scored}
+        extra_passed = tally.passed(False, extra)
+        print(f"      not scored by the harness: {_summary(extra, extra_passed)}")
+        failing = [f"{name} ({tally.not_scored[name]})" for name in extra if name not in extra_passed]
+        if failing:
+            print(f"        failing: {', '.join(failing)}")
     if -2 in tally.exit_codes:
         print("        the everything server died during this leg")
     elif not ok:

@@ -184,19 +184,29 @@ class Client:
             meta[LOG_LEVEL_META_KEY] = self.log_level
         return meta
 
-    async def _negotiate(self) -> None:
+    async def _discover(self, version: str, timeout: float | None = None) -> dict[str, Any]:
+        """`server/discover` at `version`; a refusal naming versions we speak is retried once with the newest.
+
+        The retry happens even when that is the version just sent: the server
+        said which versions it takes, and its word is the one to follow.
+        """
         session = self._require_session()
+        try:
+            return await session.request("server/discover", {"_meta": self._meta(version)}, timeout=timeout)
+        except MCPError as exc:
+            offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
+            common = [v for v in MODERN_PROTOCOL_VERSIONS if isinstance(offered, list) and v in offered]
+            if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not common:
+                raise
+        return await session.request("server/discover", {"_meta": self._meta(common[-1])}, timeout=timeout)
+
+    async def _negotiate(self) -> None:
         if self.mode in MODERN_PROTOCOL_VERSIONS:
-            await self._adopt_modern(
-                await session.request("server/discover", {"_meta": self._meta(self.mode)})
-            )
+            await self._adopt_modern(await self._discover(self.mode))
             return
         if self.mode == "auto":
-            preferred = MODERN_PROTOCOL_VERSIONS[-1]
             try:
-                result = await session.request(
-                    "server/discover", {"_meta": self._meta(preferred)}, timeout=self.probe_timeout
-                )
+                result = await self._discover(MODERN_PROTOCOL_VERSIONS[-1], timeout=self.probe_timeout)
             except MCPError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     raise MCPError(

@@ -22,6 +22,7 @@ import logging
 import math
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -47,16 +48,31 @@ logger = logging.getLogger("mcp_resolve.client")
 SESSION_HEADER = "mcp-session-id"
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 _TIMEOUT = httpx.Timeout(30.0, read=None)  # an SSE stream may stay quiet while a tool works
+_RESUME_ATTEMPTS = 3
 
 
-async def _sse_data(response: httpx.Response) -> AsyncIterator[str]:
-    """The data of each `message` event of an SSE body (the WHATWG event-stream rules we need)."""
+@dataclass
+class _Cursor:
+    """How far an SSE stream got, to resume it: `Last-Event-ID` after the server's `retry` delay (SEP-1699)."""
+
+    last_event_id: str | None = None
+    retry_seconds: float = 1.0
+
+
+async def _sse_data(response: httpx.Response, cursor: _Cursor | None = None) -> AsyncIterator[str]:
+    """The data of each `message` event of an SSE body (the WHATWG event-stream rules we need).
+
+    Events without data (a priming event that only carries an id) are not
+    messages; their `id` and `retry` fields still move the cursor.
+    """
+    cursor = cursor or _Cursor()
     data: list[str] = []
     event, size = "", 0
     async for line in response.aiter_lines():
         if not line:
-            if data and event in ("", "message"):
-                yield "\n".join(data)
+            payload = "\n".join(data)
+            if payload.strip() and event in ("", "message"):
+                yield payload
             data, event, size = [], "", 0
             continue
         if line.startswith(":"):
@@ -70,6 +86,10 @@ async def _sse_data(response: httpx.Response) -> AsyncIterator[str]:
             data.append(value)
         elif name == "event":
             event = value
+        elif name == "id" and "\0" not in value:
+            cursor.last_event_id = value
+        elif name == "retry" and value.isdigit():
+            cursor.retry_seconds = int(value) / 1000
 
 
 def _is_modern(message: Mapping[str, Any]) -> bool:
@@ -107,6 +127,8 @@ class HttpPipe:
             logger.warning(
                 "the server refused %s: HTTP %d", message.get("method", "a response"), response.status_code
             )
+        elif message.get("method") == "notifications/initialized" and self.session_id is not None:
+            self._group.start_soon(self._listen)
 
     async def receive(self) -> dict[str, Any]:
         return await self._inbox.receive()
@@ -165,11 +187,10 @@ class HttpPipe:
                     self.session_id = session_id
                 content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if content_type == "text/event-stream":
-                    async for data in _sse_data(response):
-                        reply = pydantic_core.from_json(data)
-                        if isinstance(reply, dict):
-                            answered = answered or (reply.get("id") == request_id and "method" not in reply)
-                            self._deliver(reply, method)
+                    cursor = _Cursor()
+                    answered = await self._pump(_sse_data(response, cursor), request_id, method)
+                    if not answered and not _is_modern(message):
+                        answered = await self._resume(cursor, request_id, method)
                 elif content_type == "application/json":
                     reply = pydantic_core.from_json(await response.aread())
                     answered = isinstance(reply, dict)
@@ -181,6 +202,61 @@ class HttpPipe:
             return
         if not answered:
             self._deliver(error_message(request_id, INTERNAL_ERROR, "the server sent no response"), method)
+
+    async def _pump(self, events: AsyncIterator[str], request_id: Any, method: str) -> bool:
+        """Deliver each message of an SSE stream; True once the response to `request_id` came."""
+        async for data in events:
+            reply = pydantic_core.from_json(data)
+            if isinstance(reply, dict):
+                self._deliver(reply, method)
+                if reply.get("id") == request_id and "method" not in reply:
+                    return True
+        return False
+
+    def _stream_headers(self, cursor: _Cursor) -> dict[str, str]:
+        headers = {**self._headers, "accept": "text/event-stream"}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        if self.protocol_version is not None:
+            headers[PROTOCOL_VERSION_HEADER] = self.protocol_version
+        if cursor.last_event_id is not None:
+            headers["last-event-id"] = cursor.last_event_id
+        return headers
+
+    async def _resume(self, cursor: _Cursor, request_id: Any, method: str) -> bool:
+        """Follow a response stream the server closed before answering: GET it back from its last event id.
+
+        The server asked for this by giving its events ids; it chose the delay
+        (`retry`). A server without resumption (no ids, or no GET) leaves the
+        request unanswered, as before.
+        """
+        for _attempt in range(_RESUME_ATTEMPTS):
+            if cursor.last_event_id is None or self.session_id is None:
+                return False
+            await anyio.sleep(cursor.retry_seconds)
+            async with self._http.stream("GET", self.url, headers=self._stream_headers(cursor)) as response:
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if response.status_code != 200 or content_type != "text/event-stream":
+                    return False
+                if await self._pump(_sse_data(response, cursor), request_id, method):
+                    return True
+        return False
+
+    async def _listen(self) -> None:
+        """The handshake era's GET stream: server requests and notifications that belong to no call.
+
+        A server that offers none answers 405; that is fine, it then only
+        speaks on the streams of our POSTs.
+        """
+        try:
+            async with self._http.stream(
+                "GET", self.url, headers=self._stream_headers(_Cursor())
+            ) as response:
+                content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if response.status_code == 200 and content_type == "text/event-stream":
+                    await self._pump(_sse_data(response), None, "")
+        except (httpx.HTTPError, ValueError) as exc:
+            logger.debug("the server-to-client stream ended: %s", exc)
 
     async def _refused(self, response: httpx.Response, request_id: Any) -> dict[str, Any]:
         """The JSON-RPC error for a POST the server turned down, ours or the one it sent."""
