@@ -106,5 +106,4 @@ class StatePeer:
         return self.events_path.read_text(encoding="utf-8").splitlines() if self.events_path.exists() else []
 
     def stderr(self) -> str:
-        self._stderr.flush()
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
