@@ -7,9 +7,11 @@ and the refund desk's six-call story must come out identically on both.
 
 from __future__ import annotations
 
+import subprocess
 from types import ModuleType
 from typing import Annotated, Any
 
+import anyio
 import httpx
 import mcp_types as types
 import pytest
@@ -20,7 +22,8 @@ from mcp.server.mcpserver import Resolve as OfficialResolve
 from pydantic import BaseModel
 from starlette.types import Receive, Scope, Send
 
-from http_helpers import http_server, refund_answers, run_refund_trajectory
+from conftest import PYTHON, REFUND_DESK
+from http_helpers import free_port, http_server, refund_answers, run_refund_trajectory
 from mcp_resolve import Client, Context, MCPServer
 
 pytestmark = pytest.mark.anyio
@@ -275,3 +278,26 @@ async def test_our_client_ends_its_handshake_session_on_close() -> None:
         async with httpx.AsyncClient() as raw:
             stale = await raw.delete(f"{base}/mcp", headers={"mcp-session-id": session_id})
         assert stale.status_code == 404
+
+
+async def test_the_example_serves_http_from_its_own_process() -> None:
+    """`mcp.run(transport="streamable-http", port=...)`, as `examples/refund_desk/server.py --http` calls it."""
+    port = free_port()
+    command = [PYTHON, str(REFUND_DESK), "--http", "--port", str(port)]
+    async with await anyio.open_process(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    ) as process:
+        try:
+            with anyio.fail_after(20):
+                while True:  # wait until it listens
+                    try:
+                        await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                        break
+                    except OSError:
+                        await anyio.sleep(0.05)
+            async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
+                (tool,) = (await client.list_tools()).tools
+                assert tool.name == "refund_order"
+        finally:
+            process.terminate()
+            await process.wait()
