@@ -18,8 +18,10 @@ DELETE of the session on close).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -310,10 +312,20 @@ class HttpPipe:
         result["tools"] = kept
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """Built once: loading the CA bundle costs a few hundred milliseconds per client otherwise."""
+    return httpx.create_ssl_context()
+
+
 @asynccontextmanager
 async def open_http(url: str, *, headers: Mapping[str, str] | None = None) -> AsyncIterator[HttpPipe]:
     """Talk to the MCP endpoint at `url`; `headers` (e.g. Authorization) go on every request."""
-    async with httpx.AsyncClient(timeout=_TIMEOUT) as http, anyio.create_task_group() as group:
+    verify: ssl.SSLContext | bool = _tls_context() if url.lower().startswith("https://") else False
+    async with (
+        httpx.AsyncClient(timeout=_TIMEOUT, verify=verify) as http,
+        anyio.create_task_group() as group,
+    ):
         pipe = HttpPipe(url, http, group, headers)
         try:
             yield pipe
