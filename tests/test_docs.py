@@ -1,0 +1,131 @@
+"""Every code block in README.md and docs/ runs, so the documentation cannot drift from the code.
+
+- ```python blocks run in page order in one fresh module per page (a reader follows a page top
+  to bottom), in a temporary working directory, with the environment restored afterwards.
+- ```console blocks are sessions: each `$ mcp-resolve ...` or `$ python ...` line is run from the
+  repository root and its output must be exactly the lines that follow it.
+- ```json blocks must parse.
+- ```sh, ```text and ```mermaid blocks are shown, not run (set-up commands, sketches); a block with
+  no language at all is an error, so nothing escapes by accident.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from conftest import EXAMPLES, PYTHON, ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), EXAMPLES / "refund_desk" / "README.md"]
+FENCE = re.compile(r"^```([\w-]*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+SHOWN = {"sh", "text", "mermaid"}
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def blocks(page: Path) -> list[tuple[str, str, int]]:
+    """(language, code, line of the first code line) for each fenced block."""
+    text = page.read_text()
+    return [
+        (match.group(1), match.group(2), text.count("\n", 0, match.start(2)) + 1)
+        for match in FENCE.finditer(text)
+    ]
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_block_is_labelled(page: Path) -> None:
+    found = blocks(page)
+    assert found, f"{page_id(page)} has no code blocks"
+    for language, _code, line in found:
+        assert language in {"python", "console", "json", *SHOWN}, f"{page_id(page)}:{line}: ```{language}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_python_blocks_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = [(code, line) for language, code, line in blocks(page) if language == "python"]
+    if not python:
+        pytest.skip(f"{page_id(page)} has no python blocks")
+    name = "docs_" + re.sub(r"\W", "_", page_id(page))
+    module = types.ModuleType(name)
+    module.__file__ = str(tmp_path / f"{name}.py")
+    monkeypatch.setitem(sys.modules, name, module)  # pydantic resolves a model's annotations here
+    monkeypatch.chdir(tmp_path)
+    saved_environment = dict(os.environ)
+    try:
+        for code, line in python:
+            # Leading newlines make tracebacks point at the line in the Markdown file.
+            compiled = compile("\n" * (line - 1) + code, str(page), "exec")
+            exec(compiled, module.__dict__)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_environment)
+
+
+def console_sessions(page: Path) -> list[tuple[str, list[str], int]]:
+    """(command, expected output lines, line number) for each `$ ` line of the page's console blocks."""
+    sessions: list[tuple[str, list[str], int]] = []
+    for language, code, first in blocks(page):
+        if language != "console":
+            continue
+        for offset, text in enumerate(code.splitlines()):
+            if text.startswith("$ "):
+                sessions.append((text[2:], [], first + offset))
+            else:
+                assert sessions, f"{page_id(page)}:{first}: console output before any command"
+                sessions[-1][1].append(text)
+    return sessions
+
+
+CONSOLE = [(page, session) for page in PAGES for session in console_sessions(page)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("page", "session"), CONSOLE, ids=[f"{page_id(p)}:{s[2]}" for p, s in CONSOLE]
+)
+def test_console_sessions_print_what_the_page_shows(page: Path, session: tuple[str, list[str], int]) -> None:
+    command, expected, line = session
+    argv = shlex.split(command)
+    if argv[0] == "mcp-resolve":
+        argv = [PYTHON, "-m", "mcp_resolve", *argv[1:]]
+    elif argv[0] == "python":
+        argv = [PYTHON, *argv[1:]]
+    else:
+        pytest.fail(f"{page_id(page)}:{line}: console blocks may only run mcp-resolve or python: {command}")
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    output = [text.rstrip() for text in (done.stdout + done.stderr).splitlines()]
+    assert output == [text.rstrip() for text in expected], f"{page_id(page)}:{line}: {command}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_json_blocks_parse(page: Path) -> None:
+    for language, code, line in blocks(page):
+        if language == "json":
+            try:
+                json.loads(code)
+            except ValueError as error:
+                pytest.fail(f"{page_id(page)}:{line}: {error}")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_relative_links_resolve(page: Path) -> None:
+    for target in LINK.findall(page.read_text()):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        assert (page.parent / target).exists(), f"{page_id(page)} links to missing {target}"
+
+
+def test_readme_links_every_docs_page() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        assert f"docs/{page.name}" in readme, f"README.md does not link docs/{page.name}"
