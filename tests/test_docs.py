@@ -21,6 +21,7 @@ import types
 from pathlib import Path
 
 import pytest
+
 from conftest import EXAMPLES, PYTHON, ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), EXAMPLES / "refund_desk" / "README.md"]
@@ -90,9 +91,7 @@ CONSOLE = [(page, session) for page in PAGES for session in console_sessions(pag
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("page", "session"), CONSOLE, ids=[f"{page_id(p)}:{s[2]}" for p, s in CONSOLE]
-)
+@pytest.mark.parametrize(("page", "session"), CONSOLE, ids=[f"{page_id(p)}:{s[2]}" for p, s in CONSOLE])
 def test_console_sessions_print_what_the_page_shows(page: Path, session: tuple[str, list[str], int]) -> None:
     command, expected, line = session
     argv = shlex.split(command)
