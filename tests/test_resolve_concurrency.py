@@ -13,6 +13,7 @@ from mcp_types import ElicitRequestFormParams
 from pydantic import BaseModel
 
 from mcp_resolve import Client, Elicit, MCPServer, Resolve, ToolError
+from mcp_resolve.transports.memory import connect_in_memory
 
 pytestmark = pytest.mark.anyio
 
@@ -299,3 +300,48 @@ async def test_an_earlier_question_is_answered_before_a_later_failure_is_reporte
         else "no such record"
     )
     assert text_of(result) == f"Error executing tool act: {expected}"
+
+
+async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_client() -> None:
+    server = MCPServer("withdraw")
+    question_is_out = anyio.Event()
+
+    async def fails_once_the_question_is_out() -> int:
+        with anyio.fail_after(DEADLINE):
+            await question_is_out.wait()
+        raise ToolError("too late")
+
+    async def asks() -> Elicit[Ok]:
+        return Elicit("Still there?", Ok)
+
+    @server.tool()
+    async def abandon(
+        first: Annotated[int, Resolve(fails_once_the_question_is_out)], second: Annotated[Ok, Resolve(asks)]
+    ) -> str:
+        return "unreachable"
+
+    async with connect_in_memory(server) as pipe:
+        await pipe.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"elicitation": {"form": {}}},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
+        assert (await pipe.receive())["id"] == 1
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await pipe.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "abandon"}})
+        question = await pipe.receive()
+        assert question["method"] == "elicitation/create"
+        question_is_out.set()
+        with anyio.fail_after(DEADLINE):
+            following = [await pipe.receive(), await pipe.receive()]
+    withdrawn = [m for m in following if m.get("method") == "notifications/cancelled"]
+    (response,) = [m for m in following if m.get("id") == 2]
+    assert [m["params"]["requestId"] for m in withdrawn] == [question["id"]]
+    assert response["result"]["content"][0]["text"] == "Error executing tool abandon: too late"

@@ -143,6 +143,9 @@ class Connection:
         try:
             await sink({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             await waiter.event.wait()
+        except anyio.get_cancelled_exc_class():
+            await self._withdraw(request_id, sink)
+            raise
         finally:
             self._waiting.pop(request_id, None)
         response = waiter.response
@@ -153,6 +156,20 @@ class Connection:
                 int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data")
             )
         return response.result or {}
+
+    async def _withdraw(self, request_id: int, sink: Sink) -> None:
+        """Tell the client a question is moot (its call failed or was cancelled), so no form lingers."""
+        with anyio.move_on_after(1, shield=True):  # best effort: never hold up the cancellation for long
+            try:
+                await sink(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": request_id, "reason": "the request that asked was abandoned"},
+                    }
+                )
+            except Exception:  # the channel may be gone already; there is no one left to tell
+                logger.debug("could not withdraw request %r", request_id)
 
     # -- dispatch ------------------------------------------------------------------------
     async def _dispatch(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
