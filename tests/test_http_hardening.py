@@ -462,3 +462,53 @@ async def test_idle_sessions_expire() -> None:
         stale = await http.post(url, json=rpc("tools/list"), headers=session_headers(first))
         assert stale.status_code == 404
         assert len(app.state.mcp_endpoint.sessions) <= 1
+
+
+async def test_cancelled_notification_stops_a_handshake_call(served: tuple[str, Probe]) -> None:
+    url, probe = served
+    probe.started.clear()
+    probe.cancelled.clear()
+    async with httpx.AsyncClient(timeout=10) as http:
+        session_id = await open_session(http, url)
+        headers = session_headers(session_id)
+        outcome: list[httpx.Response] = []
+
+        async def call() -> None:
+            call = rpc("tools/call", {"name": "wait_forever", "arguments": {}}, request_id="slow")
+            outcome.append(await http.post(url, json=call, headers=headers))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            assert await anyio.to_thread.run_sync(probe.started.wait, 10)
+            cancel = rpc("notifications/cancelled", {"requestId": "slow"}, request_id=None)
+            assert (await http.post(url, json=cancel, headers=headers)).status_code == 202
+        assert probe.cancelled.is_set()
+        assert (
+            outcome[0].status_code == 202 and outcome[0].content == b""
+        )  # a cancelled request gets no answer
+
+
+async def test_a_json_only_client_cannot_be_asked_mid_call(served: tuple[str, Probe]) -> None:
+    url, _probe = served
+    async with httpx.AsyncClient(timeout=10) as http:
+        session_id = await open_session(http, url)
+        headers = {**session_headers(session_id), "accept": "application/json"}
+        call = rpc("tools/call", {"name": "ask_name", "arguments": {}})
+        answer = await http.post(url, json=call, headers=headers)
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.status_code == 200
+        assert "accepts only application/json" in answer.json()["error"]["message"]
+
+
+async def test_sessions_belong_to_the_principal_that_opened_them() -> None:
+    app = hardening_server(Probe()).streamable_http_app(
+        principal=lambda request: request.headers.get("x-user")
+    )
+    async with http_server(app) as base, httpx.AsyncClient() as http:
+        url = f"{base}/mcp"
+        opened = await http.post(url, content=initialize_body(), headers={**BOTH, "x-user": "alice"})
+        headers = session_headers(opened.headers["mcp-session-id"])
+        mine = await http.post(url, json=rpc("tools/list"), headers={**headers, "x-user": "alice"})
+        assert mine.status_code == 200
+        theirs = await http.post(url, json=rpc("tools/list"), headers={**headers, "x-user": "mallory"})
+        assert theirs.status_code == 404  # not "forbidden": the id reveals nothing to another principal
