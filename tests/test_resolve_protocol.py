@@ -34,8 +34,10 @@ from mcp_resolve import (
     ToolError,
 )
 from mcp_resolve.errors import MCPError
+from mcp_resolve.resolve import ResolverPlan
 from mcp_resolve.resolve.questions import render_question
 from mcp_resolve.resolve.state import question_digest
+from mcp_resolve.tools import Tool
 from mcp_resolve.transports.memory import connect_in_memory
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +108,12 @@ def only_question(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     assert result["resultType"] == "input_required"
     ((key, question),) = result["inputRequests"].items()
     return key, question
+
+
+def plans_by_name(server: MCPServer, tool_name: str) -> dict[str, ResolverPlan]:
+    """The resolver plans of one tool, by resolver function name: to know each question's wire key."""
+    (tool,) = [c for c in server.components() if isinstance(c, Tool) and c.name == tool_name]
+    return {plan.fn.__name__: plan for plan in tool.signature.plans().values()}
 
 
 def tool_text(result: dict[str, Any]) -> str:
@@ -241,7 +249,7 @@ def forgery_server() -> MCPServer:
 
 async def test_forged_state_cannot_replace_a_value_the_resolver_computes() -> None:
     server = forgery_server()
-    plans = {plan.fn.__name__: plan for plan in server._tools["order"].signature.plans().values()}
+    plans = plans_by_name(server, "order")
     would_ask = render_question(Elicit("'Dune' is out of stock. Order anyway?", Backorder))
     async with wire(server) as client:
         first = await client.call("order", {"title": "Dune"})
@@ -521,7 +529,7 @@ async def test_a_sampled_result_rides_the_state_to_later_rounds() -> None:
 async def test_an_answer_to_a_question_not_yet_asked_is_ignored() -> None:
     """Round 2 volunteers an answer to the question round 2 is about to ask: it is asked anyway."""
     server = draft_server()
-    plans = {plan.fn.__name__: plan for plan in server._tools["post"].signature.plans().values()}
+    plans = plans_by_name(server, "post")
     draft_reply = {"role": "assistant", "model": "m", "content": {"type": "text", "text": "Dunes shift."}}
     volunteered = {
         plans["draft"].wire_key: draft_reply,
