@@ -123,6 +123,7 @@ def assert_model_facing(input_schema: dict[str, Any]) -> None:
     assert set(input_schema["required"]) == {"order_id", "reason"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_official_client_over_stdio(mode: str) -> None:
     person = Person()
@@ -144,6 +145,7 @@ async def test_our_client_in_memory(refund_desk: ModuleType, mode: str) -> None:
         await run_story(client.call_tool, person)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_our_client_over_stdio(mode: str) -> None:
     person = Person()
@@ -200,7 +202,9 @@ def question_kind(question: dict[str, Any]) -> str:
     return "Scope" if "full" in question["params"]["requestedSchema"]["properties"] else "Restock"
 
 
-@pytest.mark.parametrize("wire", [memory_wire, stdio_wire], ids=["memory", "stdio"])
+@pytest.mark.parametrize(
+    "wire", [memory_wire, pytest.param(stdio_wire, marks=pytest.mark.slow)], ids=["memory", "stdio"]
+)
 async def test_full_refund_takes_three_rounds_at_2026(refund_desk: ModuleType, wire: Any) -> None:
     """Scope first; restock depends on the scope, so it is asked in a round of its own; then the receipt."""
     meta = {

@@ -14,7 +14,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 from conftest import PYTHON
 from mcp_resolve.client.pipes import open_stdio
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SERVER = """
 from typing import Annotated
