@@ -512,3 +512,15 @@ async def test_sessions_belong_to_the_principal_that_opened_them() -> None:
         assert mine.status_code == 200
         theirs = await http.post(url, json=rpc("tools/list"), headers={**headers, "x-user": "mallory"})
         assert theirs.status_code == 404  # not "forbidden": the id reveals nothing to another principal
+
+
+async def test_session_count_is_bounded() -> None:
+    app = hardening_server(Probe()).streamable_http_app(max_sessions=1)
+    async with http_server(app) as base, httpx.AsyncClient() as http:
+        url = f"{base}/mcp"
+        first = await http.post(url, content=initialize_body(), headers=BOTH)
+        refused = await http.post(url, content=initialize_body(), headers=BOTH)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "60"
+        assert "mcp-session-id" not in refused.headers
+        await http.delete(url, headers=session_headers(first.headers["mcp-session-id"]))
+        assert (await http.post(url, content=initialize_body(), headers=BOTH)).status_code == 200

@@ -11,6 +11,7 @@ POST that caused them and their answers come back as POSTs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -40,7 +41,7 @@ from ..protocol.jsonrpc import (
     error_message,
 )
 from ..protocol.session import Connection, Sink
-from .http_exchange import SSE_HEADERS, Exchange
+from .http_exchange import SSE_HEADERS, Exchange, sse_event
 from .http_guard import (
     ClientGone,
     HostPolicy,
@@ -102,7 +103,7 @@ class StreamableHTTPEndpoint:
         self.options = options
         self.hosts = HostPolicy(options.allowed_hosts)
         self.origins = OriginPolicy(options.allowed_origins, self.hosts)
-        self.sessions = Sessions(options.session_idle_timeout)
+        self.sessions = Sessions(options.session_idle_timeout, options.max_sessions)
         self.lifespan = AppLifespan(server, self.sessions.close_all)
 
     # -- ASGI ------------------------------------------------------------------------------
@@ -243,6 +244,10 @@ class StreamableHTTPEndpoint:
                     INVALID_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required; send initialize first",
                 )
+            if self.sessions.full():
+                return refusal(
+                    503, INTERNAL_ERROR, "Service Unavailable: too many open sessions", {"Retry-After": "60"}
+                )
             session, fresh = self.sessions.new(self.server, principal), True
         else:
             found = self.sessions.get(session_id, principal)
@@ -330,9 +335,9 @@ class StreamableHTTPEndpoint:
     async def _standalone_stream(self, session: Session, receive: Receive, send: Send) -> None:
         """The session's GET stream: held open (with pings) until DELETE, shutdown or the client leaves.
 
-        The server starts nothing outside a request today, so the stream carries
-        only keep-alives; clients that open it (the official SDK does) get a
-        well-formed stream instead of an error they would retry in a loop.
+        It carries what the server says outside any request (resource updates
+        to a subscriber), plus keep-alives; the newest GET stream of a session
+        is the one used.
         """
         start = {
             "type": "http.response.start",
@@ -340,6 +345,29 @@ class StreamableHTTPEndpoint:
             "headers": [*SSE_HEADERS, (b"mcp-session-id", session.id.encode())],
         }
         await send(start)
+        writing, ended = anyio.Lock(), False
+
+        async def write(body: bytes, more: bool = True) -> None:
+            """One chunk at a time from any task; nothing after the last one."""
+            nonlocal ended
+            async with writing:
+                if not ended:
+                    ended = not more
+                    await send({"type": "http.response.body", "body": body, "more_body": more})
+
+        async def deliver(message: dict[str, Any]) -> None:
+            await write(sse_event(message))
+
+        session.connection.standalone = deliver
+        try:
+            await self._hold_stream(session, receive, write)
+        finally:
+            if session.connection.standalone is deliver:
+                session.connection.standalone = None
+
+    async def _hold_stream(
+        self, session: Session, receive: Receive, write: Callable[[bytes, bool], Awaitable[None]]
+    ) -> None:
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
@@ -353,6 +381,6 @@ class StreamableHTTPEndpoint:
                     with anyio.move_on_after(self.options.sse_ping_interval):
                         await session.closed.wait()
                     if not session.closed.is_set():
-                        await send({"type": "http.response.body", "body": b": ping\n\n", "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
+                        await write(b": ping\n\n", True)
+            await write(b"", False)
             group.cancel_scope.cancel()

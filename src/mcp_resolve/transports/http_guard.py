@@ -35,7 +35,7 @@ __all__ = [
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
-DRAIN_LIMIT = 64 * 1024 * 1024  # an oversized body is read and dropped up to here so the 413 arrives cleanly
+DRAIN_LIMIT = 64 * 1024 * 1024  # an oversized body is read and dropped up to here, so the 413 arrives cleanly
 
 
 class ClientGone(Exception):
@@ -49,7 +49,9 @@ class HttpOptions:
     `allowed_hosts`: accepted `Host` values, as `name` (any port), `name:port`
     or `"*"`; default loopback only. `allowed_origins`: accepted `Origin`
     values (`"https://app.example.com"` or `"*"`); by default an origin is
-    accepted when its host passes `allowed_hosts`. `principal(request)` names
+    accepted when its host passes `allowed_hosts`. Handshake-era sessions
+    idle for `session_idle_timeout` seconds are dropped, and at most
+    `max_sessions` live at once (None: no bound). `principal(request)` names
     the authenticated caller (default: Starlette's `request.user` when
     authenticated); requestState and handshake sessions are bound to it.
     """
@@ -59,6 +61,7 @@ class HttpOptions:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     sse_ping_interval: float = 15.0
     session_idle_timeout: float | None = 3600.0
+    max_sessions: int | None = 10_000
     principal: Callable[[Request], str | None] | None = None
 
     def __post_init__(self) -> None:
@@ -148,14 +151,16 @@ def is_json_content(content_type: str | None) -> bool:
 async def read_body(receive: Receive, limit: int, content_length: str | None) -> bytes | None:
     """The whole body, or None when it exceeds `limit`.
 
-    The excess is read and dropped (up to DRAIN_LIMIT) rather than left in the
-    socket: a client still uploading when we close would see a reset, not our 413.
+    The excess is read and dropped (up to DRAIN_LIMIT past the limit) rather
+    than left in the socket: a client still uploading when we answer would see
+    a reset, not our 413. A body declared larger than that is refused unread.
     """
+    ceiling = limit + DRAIN_LIMIT
     try:
         declared = int(content_length) if content_length is not None else None
     except ValueError:
         declared = None
-    if declared is not None and declared > DRAIN_LIMIT:
+    if declared is not None and declared > ceiling:
         return None
     chunks: list[bytes] | None = []
     size = 0
@@ -169,7 +174,7 @@ async def read_body(receive: Receive, limit: int, content_length: str | None) ->
             chunks.append(body)
             if size > limit:
                 chunks = None
-        if not message.get("more_body", False) or size > DRAIN_LIMIT:
+        if not message.get("more_body", False) or size > ceiling:
             break
     return None if chunks is None else b"".join(chunks)
 
@@ -180,8 +185,6 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
-def refusal(
-    status: int, code: int, message: str, *, request_id: Any = None, headers: dict[str, str] | None = None
-) -> Response:
-    """An HTTP-level rejection, with the JSON-RPC error body the spec allows."""
-    return json_response(status, error_message(request_id, code, message), headers)
+def refusal(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    """An HTTP-level rejection, with the JSON-RPC error body (no id) the spec allows."""
+    return json_response(status, error_message(None, code, message), headers)

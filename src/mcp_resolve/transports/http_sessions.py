@@ -58,13 +58,23 @@ class Session:
 
 
 class Sessions:
-    def __init__(self, idle_timeout: float | None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, idle_timeout: float | None, limit: int | None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.idle_timeout = idle_timeout
+        self.limit = limit
         self.clock = clock
         self._by_id: dict[str, Session] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+    def full(self) -> bool:
+        """Whether a new session must wait until others end (idle ones are dropped first)."""
+        if self.limit is None:
+            return False
+        self._sweep()
+        return len(self._by_id) >= self.limit
 
     def new(self, server: MCPServer, principal: str | None) -> Session:
         """A session that exists only once `add`ed (after its `initialize` succeeded)."""
