@@ -11,9 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from mcp_types import Annotations, ToolAnnotations
@@ -27,6 +28,9 @@ from .resources import Resource, ResourceTemplate
 from .sealing import RequestStateSecurity
 from .signature import ArgumentError, Overrides
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .protocol.session import Connection
 
 __all__ = ["MCPServer"]
 
@@ -72,14 +76,14 @@ class MCPServer:
         self._prompts: dict[str, Prompt] = {}
         self._completion: CompletionHandler | None = None
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
+        self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
+        """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
         self._handlers: dict[str, Handler] = {
             "tools/list": self._list_tools,
             "tools/call": self._call_tool,
             "resources/list": self._list_resources,
             "resources/templates/list": self._list_templates,
             "resources/read": self._read_resource,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._subscribe,
             "prompts/list": self._list_prompts,
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
@@ -230,6 +234,18 @@ class MCPServer:
         tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
         return tool is not None and tool.single_use
 
+    async def notify_resource_updated(self, uri: str) -> int:
+        """Send `notifications/resources/updated` to every session subscribed to `uri`; how many were told.
+
+        A session hears it on its channel outside requests: stdout on stdio,
+        the GET stream on HTTP (a client without one open misses it).
+        """
+        told = 0
+        for connection in list(self.connections):
+            if await connection.resource_updated(uri):
+                told += 1
+        return told
+
     async def roots_changed(self) -> None:
         if self._roots_changed is not None:
             await self._roots_changed()
@@ -340,11 +356,6 @@ class MCPServer:
             raise MCPError(INVALID_PARAMS, f"Invalid params for resource {uri}: {exc}") from None
         code = INVALID_PARAMS if context.is_modern else RESOURCE_NOT_FOUND_HANDSHAKE
         raise MCPError(code, f"Resource not found: {uri}", {"uri": uri})
-
-    async def _subscribe(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        if not isinstance(params.get("uri"), str):
-            raise MCPError(INVALID_PARAMS, "Invalid params: needs a string 'uri'")
-        return {}
 
     async def _list_prompts(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         return self._listing("prompts", [p.definition() for p in self._prompts.values()], params)

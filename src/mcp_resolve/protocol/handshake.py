@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..context import SendRequest
     from ..server import MCPServer
 
-__all__ = ["HandshakeState", "LiveQuestioner", "finish_result", "initialize", "set_level"]
+__all__ = ["HandshakeState", "LiveQuestioner", "finish_result", "initialize", "set_level", "subscribe"]
 
 _MODERN_ONLY_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 
@@ -31,6 +31,8 @@ class HandshakeState:
     client_info: dict[str, Any] | None
     log_level: LoggingLevel | None = None
     initialized: bool = False
+    subscriptions: set[str] = field(default_factory=set)
+    """Resource URIs the client asked to hear about (`notifications/resources/updated`)."""
 
 
 def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeState, dict[str, Any]]:
@@ -58,6 +60,18 @@ def set_level(state: HandshakeState, params: dict[str, Any]) -> dict[str, Any]:
     if level not in LOG_LEVELS:
         raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {level!r}")
     state.log_level = level
+    return {}
+
+
+def subscribe(state: HandshakeState, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`resources/subscribe` and `resources/unsubscribe`: session state, like the log level."""
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise MCPError(INVALID_PARAMS, f"Invalid params: {method} needs a string 'uri'")
+    if method == "resources/subscribe":
+        state.subscriptions.add(uri)
+    else:
+        state.subscriptions.discard(uri)
     return {}
 
 

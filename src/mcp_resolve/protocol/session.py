@@ -64,6 +64,8 @@ class Connection:
         self.headers = headers
         self.principal = principal
         self.handshake: handshake.HandshakeState | None = None
+        self.standalone: Sink | None = None
+        """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
         self._request_ids = itertools.count(1)
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
@@ -71,11 +73,15 @@ class Connection:
     # -- stream transports -----------------------------------------------------------------
     async def serve(self, incoming: anyio.abc.ObjectReceiveStream[Any], sink: Sink) -> None:
         """Serve until `incoming` ends; requests run concurrently, each answered through `sink`."""
-        async with anyio.create_task_group() as group:
-            async with incoming:
-                async for raw in incoming:
-                    await self.receive(raw, sink, group)
-            group.cancel_scope.cancel()
+        self.standalone = sink
+        try:
+            async with anyio.create_task_group() as group:
+                async with incoming:
+                    async for raw in incoming:
+                        await self.receive(raw, sink, group)
+                group.cancel_scope.cancel()
+        finally:
+            self.standalone = None
 
     async def receive(self, raw: Any, sink: Sink, group: anyio.abc.TaskGroup) -> None:
         """Take one raw message; a request is started in `group`, everything else handled now."""
@@ -171,6 +177,20 @@ class Connection:
             except Exception:  # the channel may be gone already; there is no one left to tell
                 logger.debug("could not withdraw request %r", request_id)
 
+    async def resource_updated(self, uri: str) -> bool:
+        """Tell this session's client `uri` changed, if it subscribed and a channel is open; True if told."""
+        send = self.standalone
+        if self.handshake is None or uri not in self.handshake.subscriptions or send is None:
+            return False
+        try:
+            await send(
+                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
+            )
+        except Exception:  # the channel closed under us: the client hears nothing, the server carries on
+            logger.debug("could not send a resource update for %s", uri, exc_info=True)
+            return False
+        return True
+
     # -- dispatch ------------------------------------------------------------------------
     async def _dispatch(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
         method, params = request.method, request.params
@@ -179,6 +199,7 @@ class Connection:
             return await self._dispatch_modern(request, meta, sink)
         if method == "initialize":
             self.handshake, result = handshake.initialize(self.server, params)
+            self.server.connections.add(self)
             return result
         if self.handshake is None:
             if method == "ping":
@@ -198,6 +219,8 @@ class Connection:
         method = request.method
         if method == "logging/setLevel":
             return handshake.set_level(state, request.params)
+        if method in ("resources/subscribe", "resources/unsubscribe"):
+            return handshake.subscribe(state, method, request.params)
         if method == "ping":
             return {}
 

@@ -27,7 +27,7 @@ from ..errors import INTERNAL_ERROR, MCPError
 from ..protocol.jsonrpc import encode
 from ..protocol.session import Sink
 
-__all__ = ["Exchange"]
+__all__ = ["SSE_HEADERS", "Exchange", "sse_event"]
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -37,7 +37,7 @@ SSE_HEADERS = [
 _END = object()
 
 
-def _sse_event(message: dict[str, Any]) -> bytes:
+def sse_event(message: dict[str, Any]) -> bytes:
     # Compact JSON never contains a raw newline, so one `data:` line carries it whole.
     return b"event: message\ndata: " + encode(message) + b"\n\n"
 
@@ -133,7 +133,7 @@ class Exchange:
         )
         message = first
         while message is not _END:
-            chunk = b": ping\n\n" if message is None else _sse_event(message)
+            chunk = b": ping\n\n" if message is None else sse_event(message)
             await self._write(send, {"type": "http.response.body", "body": chunk, "more_body": True})
             message = await self._next(self.ping_interval)
         await self._write(send, {"type": "http.response.body", "body": b""})
