@@ -214,11 +214,9 @@ class Tool:
         result: dict[str, Any] = {}
         if self.output is not None:
             structured = self.output.structured(value)
-            result["content"] = (
-                [{"type": "text", "text": value}]
-                if isinstance(value, str)
-                else [{"type": "text", "text": pydantic_core.to_json(structured).decode()}]
-            )
+            shown = structured["result"] if self.output.wrap else structured
+            text = shown if isinstance(shown, str) else pydantic_core.to_json(shown).decode()
+            result["content"] = [{"type": "text", "text": text}]
             result["structuredContent"] = structured
         else:
             result["content"] = to_content(value)
@@ -227,6 +225,10 @@ class Tool:
 
 
 def _describe_unexpected(exc: Exception) -> str:
-    """A message for an exception the author did not mean to show: its text, never a traceback."""
-    text = str(exc).strip()
-    return text if text else f"unexpected {type(exc).__name__}"
+    """What the model learns of an exception nobody meant to show it: its kind, not its text.
+
+    An unexpected exception's message may carry internals (a key, a path, a
+    query), so it goes to the server log with the traceback; raise ToolError
+    for a message the model should read.
+    """
+    return f"unexpected error ({type(exc).__name__}); the details are in the server log"
