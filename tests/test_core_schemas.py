@@ -230,3 +230,17 @@ async def test_argument_validation_failures_are_tool_errors_naming_the_field() -
     assert "x" not in missing.content[0].text.split("invalid arguments: ")[1].split(":")[0]
     assert "y: Input should be a valid integer" in wrong.content[0].text
     assert "x: Field required" in none.content[0].text and "y: Field required" in none.content[0].text
+
+
+async def test_optional_context_parameter_is_injected_and_hidden() -> None:
+    server = MCPServer("optional-context")
+
+    @server.tool()
+    async def stamp(a: int, ctx: Context | None = None) -> str:
+        return f"{a}:{ctx is not None and ctx.request_id is not None}"
+
+    async with Client(server) as client:
+        schema = (await client.list_tools()).tools[0].input_schema
+        result = await client.call_tool("stamp", {"a": 1})
+    assert schema["properties"] == {"a": {"title": "A", "type": "integer"}}
+    assert result.content[0].text == "1:True"  # type: ignore[union-attr]

@@ -69,7 +69,10 @@ def callable_name(fn: Callable[..., Any]) -> str:
 def is_context_annotation(annotation: Any) -> bool:
     from ..context import Context  # the engine only needs to recognise the type
 
-    candidate = get_origin(annotation) or annotation
+    origin = get_origin(annotation)
+    if origin is Union or origin is types.UnionType:  # `ctx: Context | None = None`
+        return any(is_context_annotation(arm) for arm in get_args(annotation))
+    candidate = origin or annotation
     return isinstance(candidate, type) and issubclass(candidate, Context)
 
 
