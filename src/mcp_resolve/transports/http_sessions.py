@@ -42,7 +42,8 @@ class Session:
 
     @contextmanager
     def activity(self) -> Iterator[None]:
-        """Mark one POST or GET in progress; closing the session cancels it."""
+        """Mark a request's work or a GET stream as in progress: the session is busy (never idle-expired)
+        while it runs, and closing the session cancels it (the HTTP response itself still ends cleanly)."""
         with anyio.CancelScope() as scope:
             self._active.add(scope)
             try:
