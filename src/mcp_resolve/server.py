@@ -212,7 +212,12 @@ class MCPServer:
     # -- what the server is --------------------------------------------------------------
     def components(self) -> list[Tool | Prompt | Resource | ResourceTemplate]:
         """Everything registered (tools, prompts, resources, templates): for tools that inspect a server."""
-        return [*self._tools.values(), *self._prompts.values(), *self._resources.values(), *self._templates.values()]
+        return [
+            *self._tools.values(),
+            *self._prompts.values(),
+            *self._resources.values(),
+            *self._templates.values(),
+        ]
 
     def server_info(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version}
