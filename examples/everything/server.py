@@ -162,7 +162,7 @@ async def test_tool_with_progress(ctx: Context) -> str:
 
 @mcp.tool()
 def test_reconnection() -> str:
-    """The SSE-polling probe: a plain answer the client may have to fetch by resuming its stream."""
+    """The SSE-polling scenario's tool (SEP-1699): answers straight away, on the stream of its request."""
     return "Reconnection test completed successfully"
 
 
