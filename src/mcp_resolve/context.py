@@ -31,6 +31,7 @@ from .elicitation import (
     form_schema,
     outcome_from_answer,
 )
+from .errors import MidCallQuestionUnavailable
 
 if TYPE_CHECKING:
     from .resolve.run import Questioner
@@ -223,7 +224,7 @@ class Context(Generic[LifespanT, RequestT]):
     def _mid_call(self, what: str, marker: str) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:
         send = self._scope.send_request
         if self._scope.era == "modern" or send is None:
-            raise RuntimeError(
+            raise MidCallQuestionUnavailable(
                 f"ctx.{what}() cannot ask the client mid-call on protocol {self._scope.protocol_version}: "
                 f"declare a resolver that returns {marker} and annotate the parameter with "
                 "Annotated[T, Resolve(resolver)]; the framework then asks on either protocol era"

@@ -35,6 +35,7 @@ __all__ = [
     "InvalidRequestState",
     "InvalidSignature",
     "MCPError",
+    "MidCallQuestionUnavailable",
     "ToolError",
 ]
 
@@ -47,6 +48,14 @@ class ToolError(Exception):
 
     The message is shown to the model as `Error executing tool NAME: MESSAGE`,
     so write it for a reader who can act on it.
+    """
+
+
+class MidCallQuestionUnavailable(ToolError, RuntimeError):
+    """`ctx.elicit`/`sample`/`list_roots` on a request that cannot ask mid-call (2026-07-28).
+
+    A ToolError, so its advice (declare a resolver) reaches whoever reads the
+    result; a RuntimeError, because it is a programming mistake.
     """
 
 

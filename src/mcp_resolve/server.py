@@ -224,9 +224,10 @@ class MCPServer:
 
     def capabilities(self, *, modern: bool) -> dict[str, Any]:
         capabilities: dict[str, Any] = {
-            "tools": {"listChanged": False},
-            "resources": {"listChanged": False} if modern else {"subscribe": True, "listChanged": False},
-            "prompts": {"listChanged": False},
+            # List changes reach handshake-era sessions; 2026-07-28 would need subscriptions/listen.
+            "tools": {"listChanged": not modern},
+            "resources": {"listChanged": False} if modern else {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": not modern},
             "logging": {},
         }
         if self._completion is not None:
@@ -250,6 +251,24 @@ class MCPServer:
             if await connection.resource_updated(uri):
                 told += 1
         return told
+
+    async def notify_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> int:
+        """Tell every connected handshake-era session that the `kind` list changed; how many were told.
+
+        Call it after registering or removing at run time, so clients re-list.
+        """
+        if kind not in ("tools", "resources", "prompts"):
+            raise ValueError(f"kind must be 'tools', 'resources' or 'prompts', not {kind!r}")
+        told = 0
+        for connection in list(self.connections):
+            if await connection.notify(f"notifications/{kind}/list_changed"):
+                told += 1
+        return told
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool; follow with `await mcp.notify_list_changed("tools")`."""
+        if self._tools.pop(name, None) is None:
+            raise KeyError(f"no tool named {name!r}")
 
     async def roots_changed(self) -> None:
         if self._roots_changed is not None:

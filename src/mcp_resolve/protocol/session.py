@@ -69,16 +69,29 @@ class Connection:
         self._request_ids = itertools.count(1)
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
+        self._running = 0  # requests started by `receive` and not yet answered
+        self._idle = anyio.Event()
 
     # -- stream transports -----------------------------------------------------------------
-    async def serve(self, incoming: anyio.abc.ObjectReceiveStream[Any], sink: Sink) -> None:
-        """Serve until `incoming` ends; requests run concurrently, each answered through `sink`."""
+    async def serve(
+        self, incoming: anyio.abc.ObjectReceiveStream[Any], sink: Sink, *, drain_seconds: float = 0.0
+    ) -> None:
+        """Serve until `incoming` ends; requests run concurrently, each answered through `sink`.
+
+        When the input ends, requests still running get `drain_seconds` to
+        answer (a client that writes its requests and closes stdin still
+        hears back); whatever is left then is cancelled.
+        """
         self.standalone = sink
         try:
             async with anyio.create_task_group() as group:
                 async with incoming:
                     async for raw in incoming:
                         await self.receive(raw, sink, group)
+                self._abandon_questions()
+                if self._running and drain_seconds > 0:
+                    with anyio.move_on_after(drain_seconds):
+                        await self._idle.wait()
                 group.cancel_scope.cancel()
         finally:
             self.standalone = None
@@ -91,7 +104,10 @@ class Connection:
             await sink(error_message(getattr(exc, "request_id", None), exc.code, exc.message))
             return
         if isinstance(message, IncomingRequest):
-            group.start_soon(self.handle_request, message, sink)
+            self._running += 1
+            if self._idle.is_set():
+                self._idle = anyio.Event()
+            group.start_soon(self._run_request, message, sink)
         elif isinstance(message, IncomingResponse):
             self.deliver_response(message)
         else:
@@ -119,6 +135,22 @@ class Connection:
         elif method == "notifications/roots/list_changed":
             await self.server.roots_changed()
         # Unknown notifications get no reply, by JSON-RPC's rules.
+
+    def _abandon_questions(self) -> None:
+        """The client is gone: our questions to it fail now instead of waiting for answers that cannot come."""
+        for request_id, waiter in list(self._waiting.items()):
+            waiter.response = IncomingResponse(
+                request_id, None, {"code": INTERNAL_ERROR, "message": "the client closed the connection"}
+            )
+            waiter.event.set()
+
+    async def _run_request(self, request: IncomingRequest, sink: Sink) -> None:
+        try:
+            await self.handle_request(request, sink)
+        finally:
+            self._running -= 1
+            if self._running == 0:
+                self._idle.set()
 
     async def handle_request(self, request: IncomingRequest, sink: Sink) -> None:
         with anyio.CancelScope() as scope:
@@ -178,16 +210,23 @@ class Connection:
                 logger.debug("could not withdraw request %r", request_id)
 
     async def resource_updated(self, uri: str) -> bool:
-        """Tell this session's client `uri` changed, if it subscribed and a channel is open; True if told."""
-        send = self.standalone
-        if self.handshake is None or uri not in self.handshake.subscriptions or send is None:
+        """Tell this session's client `uri` changed, if it subscribed; True if told."""
+        if self.handshake is None or uri not in self.handshake.subscriptions:
             return False
+        return await self.notify("notifications/resources/updated", {"uri": uri})
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> bool:
+        """Send a notification outside any request (handshake era), if a channel is open; True if sent."""
+        send = self.standalone
+        if self.handshake is None or send is None:
+            return False
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
         try:
-            await send(
-                {"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}}
-            )
+            await send(message)
         except Exception:  # the channel closed under us: the client hears nothing, the server carries on
-            logger.debug("could not send a resource update for %s", uri, exc_info=True)
+            logger.debug("could not send %s", method, exc_info=True)
             return False
         return True
 

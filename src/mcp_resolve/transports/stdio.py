@@ -28,6 +28,7 @@ from ..protocol.session import Connection
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
+DRAIN_SECONDS = 5.0  # at EOF, how long requests still running may take to answer
 
 
 def _configure_logging() -> None:
@@ -130,7 +131,7 @@ async def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: Binary
 
     async with server.running(), anyio.create_task_group() as group:
         group.start_soon(pump)
-        await connection.serve(receive, sink)
+        await connection.serve(receive, sink, drain_seconds=DRAIN_SECONDS)
 
 
 def _write(target: BinaryIO, data: bytes) -> None:
