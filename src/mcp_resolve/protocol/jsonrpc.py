@@ -6,6 +6,7 @@ answer it deserves, so a transport can reply and go on serving.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,8 @@ class IncomingRequest:
     id: int | str
     method: str
     params: dict[str, Any]
+    headers: Mapping[str, str] | None = None
+    """The transport's headers for this one request (HTTP); None to use the connection's."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -341,6 +341,6 @@ class Connection:
             send_notification=send_notification,
             send_request=send_request,
             lifespan_context=self.server.lifespan_context,
-            headers=self.headers,
+            headers=request.headers if request.headers is not None else self.headers,
             principal=self.principal,
         )

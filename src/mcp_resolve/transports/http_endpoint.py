@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -293,8 +294,7 @@ class StreamableHTTPEndpoint:
 
         async def work(sink: Sink) -> None:
             with session.activity():
-                session.connection.headers = headers  # read synchronously as the request's scope is built
-                await session.connection.handle_request(message, sink)
+                await session.connection.handle_request(replace(message, headers=headers), sink)
 
         exchange.headers_of = commit_headers
         exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
