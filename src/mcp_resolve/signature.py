@@ -29,7 +29,7 @@ from .resolve.plan import (
     is_context_annotation,
     returns_input_required,
 )
-from .resolve.run import resolve_arguments
+from .resolve.run import run_steps, sequential_steps
 
 __all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
 
@@ -92,6 +92,7 @@ class HandlerSignature:
     is_async: bool
     overrides: Overrides
     _plans: dict[Hashable, ResolverPlan] = field(default_factory=dict)
+    _steps: list[Any] = field(default_factory=list)
     _plans_version: int = -1
 
     @classmethod
@@ -150,6 +151,7 @@ class HandlerSignature:
             self._plans = build_resolver_plans(
                 self.resolved_params, set(self.argument_names), overrides=self.overrides
             )
+            self._steps = sequential_steps(self.resolved_params, self._plans)
             self._plans_version = self.overrides.version
         return self._plans
 
@@ -165,9 +167,8 @@ class HandlerSignature:
         """Run resolvers, then the body; returns the body's value or the round's InputRequiredResult."""
         values = dict(arguments)
         if self.resolved_params:
-            injected = await resolve_arguments(
-                self.resolved_params, self.plans(), arguments, context, exit_stack=exit_stack
-            )
+            plans = self.plans()
+            injected = await run_steps(self._steps, plans, arguments, context, exit_stack=exit_stack)
             if isinstance(injected, InputRequiredResult):
                 return injected
             values.update(injected)

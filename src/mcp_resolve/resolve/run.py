@@ -39,7 +39,7 @@ from .questions import Question, has_capability, parse_answer, render_question, 
 if TYPE_CHECKING:
     from ..context import Context
 
-__all__ = ["PENDING", "Questioner", "resolve_arguments"]
+__all__ = ["PENDING", "Questioner", "resolve_arguments", "run_steps", "sequential_steps"]
 
 PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
 """Returned by a questioner that has no answer yet (2026-07-28): ask in the next round."""
@@ -69,7 +69,7 @@ class _Unwrap:
 _Step = ResolverPlan | _Unwrap
 
 
-def _sequential_steps(
+def sequential_steps(
     resolved_params: ResolvedParameters, plans: Mapping[Hashable, ResolverPlan]
 ) -> list[_Step]:
     """Resolvers and tool-parameter unwraps in the order a one-after-another run meets them."""
@@ -129,48 +129,25 @@ class _CallRun:
         self.scopes: dict[Hashable, anyio.CancelScope] = {}
         self.failure: tuple[int, BaseException] | None = None
         self.injected: dict[str, Any] = {}
+        self.position: dict[int, int] = {}
+        """id(step) -> its index in the one-after-another order."""
 
     async def execute(self, steps: list[_Step]) -> dict[str, Any] | InputRequiredResult:
-        position = {id(step): index for index, step in enumerate(steps)}
-        send, receive = anyio.create_memory_object_stream[tuple[Hashable, str, Any]](math.inf)
-        running = 0
-        async with anyio.create_task_group() as group, send, receive:
-            while True:
-                for index, step in enumerate(steps):
-                    if self.failure is not None and index > self.failure[0]:
-                        break
-                    try:
-                        if isinstance(step, _Unwrap):
-                            self._unwrap(step)
-                            continue
-                        if step.key in self.started or step.key in self.blocked:
-                            continue
-                        inputs = self._inputs_for(step)
-                    except ToolError as exc:
-                        self._fail(index, exc, position)
-                        continue
-                    if inputs is not None:
-                        self.started.add(step.key)
-                        scope = anyio.CancelScope()
-                        self.scopes[step.key] = scope
-                        group.start_soon(self._run_resolver, step, inputs, scope, send)
-                        running += 1
-                if running == 0:
-                    break
-                key, status, value = await receive.receive()
-                running -= 1
-                index = position[id(self.plans[key])]
-                if status == "ok":
-                    self.outcomes[key] = value
-                elif status == "pending":
-                    self.pending[key] = value
-                elif status == "error":
-                    self._fail(index, value, position)
+        self.position = {id(step): index for index, step in enumerate(steps)}
+        ready = self._startable(steps)
+        # While exactly one resolver can run and none is running, there is nothing to overlap it
+        # with: await it here instead of paying for a task group, a task and a channel.
+        while len(ready) == 1:
+            plan, inputs = ready[0]
+            self._settle(plan.key, *await self._attempt(plan, inputs))
+            ready = self._startable(steps)
+        if ready:
+            await self._run_concurrently(steps, ready)
         if self.failure is not None:
             failed_at, error = self.failure
             # A question earlier in the order comes first in a one-after-another run, and its answer
             # may abort the call with an earlier error: ask it before reporting this failure.
-            self.pending = {k: v for k, v in self.pending.items() if position[id(self.plans[k])] < failed_at}
+            self.pending = {k: v for k, v in self.pending.items() if self._index(k) < failed_at}
             if not self.pending:
                 raise error
         if self.pending:
@@ -179,13 +156,65 @@ class _CallRun:
             return self.questioner.input_required(dict(pending for _key, pending in ordered))
         return self.injected
 
-    def _fail(self, index: int, error: BaseException, position: dict[int, int]) -> None:
+    async def _run_concurrently(
+        self, steps: list[_Step], ready: list[tuple[ResolverPlan, dict[str, Any]]]
+    ) -> None:
+        """Run every startable resolver as its own task, starting newly unblocked ones as results arrive."""
+        send, receive = anyio.create_memory_object_stream[tuple[Hashable, str, Any]](math.inf)
+        running = 0
+        async with anyio.create_task_group() as group, send, receive:
+            while True:
+                for plan, inputs in ready:
+                    scope = anyio.CancelScope()
+                    self.scopes[plan.key] = scope
+                    group.start_soon(self._run_resolver, plan, inputs, scope, send)
+                    running += 1
+                if running == 0:
+                    break
+                key, status, value = await receive.receive()
+                running -= 1
+                self._settle(key, status, value)
+                ready = self._startable(steps)
+
+    def _startable(self, steps: list[_Step]) -> list[tuple[ResolverPlan, dict[str, Any]]]:
+        """Apply the unwraps that can be applied now; return the resolvers that can start, marked started."""
+        ready: list[tuple[ResolverPlan, dict[str, Any]]] = []
+        for index, step in enumerate(steps):
+            if self.failure is not None and index > self.failure[0]:
+                break
+            try:
+                if isinstance(step, _Unwrap):
+                    self._unwrap(step)
+                    continue
+                if step.key in self.started or step.key in self.blocked:
+                    continue
+                inputs = self._inputs_for(step)
+            except ToolError as exc:
+                self._fail(index, exc)
+                continue
+            if inputs is not None:
+                self.started.add(step.key)
+                ready.append((step, inputs))
+        return ready
+
+    def _index(self, key: Hashable) -> int:
+        return self.position[id(self.plans[key])]
+
+    def _settle(self, key: Hashable, status: str, value: Any) -> None:
+        if status == "ok":
+            self.outcomes[key] = value
+        elif status == "pending":
+            self.pending[key] = value
+        elif status == "error":
+            self._fail(self._index(key), value)
+
+    def _fail(self, index: int, error: BaseException) -> None:
         """Record a failure at `index`; the earliest failure wins and everything later is cancelled."""
         if self.failure is not None and self.failure[0] < index:
             return
         self.failure = (index, error)
         for key, scope in self.scopes.items():
-            if position[id(self.plans[key])] > index:
+            if self._index(key) > index:
                 scope.cancel()
 
     def _claim_wire_key(self, plan: ResolverPlan, chosen: str | None) -> str:
@@ -234,14 +263,18 @@ class _CallRun:
     ) -> None:
         status, value = "cancelled", None
         with scope:
-            try:
-                value = await self._invoke(plan, inputs)
-                status = "pending" if isinstance(value, _Pending) else "ok"
-                if isinstance(value, _Pending):
-                    value = (value.wire_key, value.question)
-            except Exception as exc:
-                status, value = "error", exc
+            status, value = await self._attempt(plan, inputs)
         send.send_nowait((plan.key, status, value))
+
+    async def _attempt(self, plan: ResolverPlan, inputs: dict[str, Any]) -> tuple[str, Any]:
+        """Run one resolver to its outcome: ("ok", value), ("pending", (wire key, question)) or ("error", exc)."""
+        try:
+            value = await self._invoke(plan, inputs)
+        except Exception as exc:
+            return "error", exc
+        if isinstance(value, _Pending):
+            return "pending", (value.wire_key, value.question)
+        return "ok", value
 
     async def _invoke(self, plan: ResolverPlan, inputs: dict[str, Any]) -> Any:
         value = await _call_resolver(plan, inputs, self.exit_stack)
@@ -351,7 +384,20 @@ async def resolve_arguments(
         ToolError: If an elicited value is declined or cancelled and the
             consumer asked for the unwrapped model, or a resolver raised it.
     """
-    steps = _sequential_steps(resolved_params, plans)
+    return await run_steps(
+        sequential_steps(resolved_params, plans), plans, tool_args, context, exit_stack=exit_stack
+    )
+
+
+async def run_steps(
+    steps: list[_Step],
+    plans: Mapping[Hashable, ResolverPlan],
+    tool_args: Mapping[str, Any],
+    context: Context,
+    *,
+    exit_stack: AsyncExitStack | None = None,
+) -> dict[str, Any] | InputRequiredResult:
+    """`resolve_arguments` with the order already worked out: a registered handler computes it once."""
     if exit_stack is not None:
         return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
     async with AsyncExitStack() as own_stack:
