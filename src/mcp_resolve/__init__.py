@@ -5,7 +5,8 @@ body; a resolver may ask the person (`Elicit`), the client's LLM (`Sample`)
 or its roots (`ListRoots`), on whichever protocol era the client speaks.
 """
 
-from .client import Client
+from typing import TYPE_CHECKING, Any
+
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
@@ -13,6 +14,9 @@ from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
 from .sealing import RequestStateSecurity
 from .server import MCPServer
+
+if TYPE_CHECKING:
+    from .client import Client
 
 __all__ = [
     "AcceptedElicitation",
@@ -35,3 +39,16 @@ __all__ = [
     "SqliteReplayStore",
     "ToolError",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`Client` loads on first use: a server process never needs the client's transports."""
+    if name == "Client":
+        from .client import Client
+
+        return Client
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

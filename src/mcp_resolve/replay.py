@@ -15,13 +15,15 @@ from __future__ import annotations
 import heapq
 import math
 import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import anyio.to_thread
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["MemoryReplayStore", "ReplayStore", "SqliteReplayStore"]
 
@@ -141,6 +143,8 @@ class SqliteReplayStore:
     def _connection(self) -> sqlite3.Connection:
         # Opened lazily, and again after a fork: a SQLite handle must not cross processes.
         if self._conn is None or self._pid != os.getpid():
+            import sqlite3  # here, not at import: servers without this store never load it
+
             conn = sqlite3.connect(
                 self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
             )

@@ -22,15 +22,14 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from typing_extensions import Unpack
 
 from mcp_resolve.errors import InvalidRequestState
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
     "CLOCK_SKEW",
@@ -100,14 +99,22 @@ def _b64url_decode_strict(token: str) -> bytes:
     return raw
 
 
-def _derive_key(secret: object, index: int) -> tuple[bytes, AESGCM]:
-    """HKDF so a passphrase-like secret still yields a uniform key, unrelated to other uses of it."""
+def _secret_bytes(secret: object, index: int) -> bytes:
     raw = secret.encode("utf-8") if isinstance(secret, str) else secret
     if not isinstance(raw, bytes):
         kind = type(secret).__name__
         raise TypeError(f"requestState key #{index} must be bytes or str, not {kind}; {_GENERATE_HINT}")
     if len(raw) < MIN_SECRET_BYTES:
         raise ValueError(f"requestState key #{index} is under {MIN_SECRET_BYTES} bytes; {_GENERATE_HINT}")
+    return raw
+
+
+def _derive_key(raw: bytes) -> tuple[bytes, AESGCM]:
+    """HKDF so a passphrase-like secret still yields a uniform key, unrelated to other uses of it."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=_HKDF_SALT, info=_HKDF_INFO).derive(raw)
     return hashlib.sha256(_FINGERPRINT_DOMAIN + derived).digest()[:_FINGERPRINT_LEN], AESGCM(derived)
 
@@ -118,6 +125,8 @@ class AesGcmCodec:
     Each token names its key by a fingerprint, so rotation (prepend the new
     secret, drop the old one a TTL later) costs a dict lookup rather than
     trial decryption. Nonces are random: rotate well before 2**32 seals.
+    Keys are checked at construction but derived at first use, so a server
+    that never seals a state never loads the crypto library (memory, start-up).
     """
 
     def __init__(self, keys: Sequence[bytes | str]) -> None:
@@ -125,20 +134,32 @@ class AesGcmCodec:
             raise TypeError(f"keys must be a list of secrets, e.g. [secret]; {_GENERATE_HINT}")
         if not keys:
             raise ValueError(f"at least one requestState key is required; {_GENERATE_HINT}")
-        ring = [_derive_key(secret, index) for index, secret in enumerate(keys)]
-        self._ring = dict(ring)
-        self._header = bytes([_TOKEN_VERSION]) + ring[0][0]
-        self._sealer = ring[0][1]
+        self._secrets = [_secret_bytes(secret, index) for index, secret in enumerate(keys)]
+        self._ring: dict[bytes, AESGCM] = {}
+        self._header = b""
+        self._sealer: AESGCM | None = None
+
+    def _derived(self) -> AESGCM:
+        """The sealing key, deriving the whole ring on first use."""
+        if self._sealer is None:
+            ring = [_derive_key(raw) for raw in self._secrets]
+            self._ring = dict(ring)
+            self._header = bytes([_TOKEN_VERSION]) + ring[0][0]
+            self._sealer = ring[0][1]
+        return self._sealer
 
     def seal(self, data: bytes) -> str:
+        sealer = self._derived()
         nonce = secrets.token_bytes(_NONCE_LEN)
-        sealed = self._sealer.encrypt(nonce, bytes(data), self._header)
+        sealed = sealer.encrypt(nonce, bytes(data), self._header)
         token = _b64url_encode(self._header + nonce + sealed)
         if len(token) > MAX_TOKEN_CHARS:
             raise ValueError(f"requestState would exceed {MAX_TOKEN_CHARS} characters; keep the state small")
         return token
 
     def unseal(self, token: str) -> bytes:
+        from cryptography.exceptions import InvalidTag
+
         if not isinstance(token, str):
             raise InvalidRequestState(f"requestState is {type(token).__name__}, not str")
         if len(token) > MAX_TOKEN_CHARS:
@@ -149,6 +170,7 @@ class AesGcmCodec:
         if raw[0] != _TOKEN_VERSION:
             raise InvalidRequestState(f"requestState token version {raw[0]} is unknown")
         header = raw[:_HEADER_LEN]
+        self._derived()
         aead = self._ring.get(header[1:])
         if aead is None:
             raise InvalidRequestState("requestState was sealed with a key not in the key ring")
