@@ -197,7 +197,7 @@ class Tool:
         try:
             async with AsyncExitStack() as exit_stack:
                 value = await self.signature.invoke(values, context, exit_stack)
-        except ToolError as exc:
+        except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
             return error_result(self.name, str(exc))
         except MCPError:
             raise
