@@ -70,7 +70,7 @@ class Connection:
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
         self._running = 0  # requests started by `receive` and not yet answered
-        self._idle = anyio.Event()
+        self._idle: anyio.Event | None = None  # only while `serve` waits for the last answers
 
     # -- stream transports -----------------------------------------------------------------
     async def serve(
@@ -90,6 +90,7 @@ class Connection:
                         await self.receive(raw, sink, group)
                 self._abandon_questions()
                 if self._running and drain_seconds > 0:
+                    self._idle = anyio.Event()
                     with anyio.move_on_after(drain_seconds):
                         await self._idle.wait()
                 group.cancel_scope.cancel()
@@ -105,8 +106,6 @@ class Connection:
             return
         if isinstance(message, IncomingRequest):
             self._running += 1
-            if self._idle.is_set():
-                self._idle = anyio.Event()
             group.start_soon(self._run_request, message, sink)
         elif isinstance(message, IncomingResponse):
             self.deliver_response(message)
@@ -149,7 +148,7 @@ class Connection:
             await self.handle_request(request, sink)
         finally:
             self._running -= 1
-            if self._running == 0:
+            if self._running == 0 and self._idle is not None:
                 self._idle.set()
 
     async def handle_request(self, request: IncomingRequest, sink: Sink) -> None:

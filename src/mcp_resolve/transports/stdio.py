@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
-import math
 import os
 import sys
 from collections.abc import Iterator
@@ -20,10 +19,11 @@ from contextlib import contextmanager
 from typing import Any, BinaryIO
 
 import anyio
+import anyio.abc
 
 from ..errors import PARSE_ERROR
 from ..protocol.jsonrpc import encode, error_message
-from ..protocol.session import Connection
+from ..protocol.session import Connection, Sink
 
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
 
@@ -104,34 +104,39 @@ async def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: Binary
 
     async def sink(message: dict[str, Any]) -> None:
         data = encode(message) + b"\n"
+        if len(data) <= 65536 and not write_lock.locked():
+            _write(target, data)  # no await in between: nothing can interleave, so no lock to take
+            return
         async with write_lock:
             if len(data) > 65536:  # a big write may block on a full pipe: keep it off the loop
                 await anyio.to_thread.run_sync(_write, target, data)
             else:
                 _write(target, data)
 
-    connection = Connection(server)
-    send, receive = anyio.create_memory_object_stream[bytes](math.inf)
+    async with server.running():
+        await Connection(server).serve(_Lines(reader, sink), sink, drain_seconds=DRAIN_SECONDS)
 
-    async def pump() -> None:
-        async with send:
-            while True:
-                line = await _read_line(reader)
-                if line is None:
-                    return
-                if line == b"":
-                    await sink(
-                        error_message(
-                            None, PARSE_ERROR, f"Parse error: message longer than {MAX_LINE_BYTES} bytes"
-                        )
-                    )
-                    continue
-                if line.strip():
-                    send.send_nowait(line)
 
-    async with server.running(), anyio.create_task_group() as group:
-        group.start_soon(pump)
-        await connection.serve(receive, sink, drain_seconds=DRAIN_SECONDS)
+class _Lines(anyio.abc.ObjectReceiveStream[bytes]):
+    """stdin as the connection's message stream, read where it is consumed: no pump task, no channel hop."""
+
+    def __init__(self, reader: asyncio.StreamReader, sink: Sink) -> None:
+        self._reader = reader
+        self._sink = sink
+
+    async def receive(self) -> bytes:
+        while True:
+            line = await _read_line(self._reader)
+            if line is None:
+                raise anyio.EndOfStream
+            if line == b"":
+                message = f"Parse error: message longer than {MAX_LINE_BYTES} bytes"
+                await self._sink(error_message(None, PARSE_ERROR, message))
+            elif line.strip():
+                return line
+
+    async def aclose(self) -> None:
+        """Nothing to release: stdin belongs to the process."""
 
 
 def _write(target: BinaryIO, data: bytes) -> None:
