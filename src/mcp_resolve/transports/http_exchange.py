@@ -120,11 +120,18 @@ class Exchange:
             await self._write(send, {"type": "http.response.body", "body": b""})
             return
         if first is not None and _is_response(first) and (self.json_ok or not self.sse_ok):
-            headers = [(b"content-type", b"application/json"), *self._extra(first)]
+            body = encode(first)
+            # A known length spares the chunked framing: one write fewer per response on uvicorn.
+            length = str(len(body)).encode("ascii")
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", length),
+                *self._extra(first),
+            ]
             await self._write(
                 send, {"type": "http.response.start", "status": self.status_of(first), "headers": headers}
             )
-            await self._write(send, {"type": "http.response.body", "body": encode(first)})
+            await self._write(send, {"type": "http.response.body", "body": body})
             async for _ in self._receive:  # let the worker finish
                 pass
             return
