@@ -270,3 +270,17 @@ def subprocess_json(code: str, timeout: float = 300) -> Any:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=True
     )
     return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def git_commit() -> str:
+    """The commit measured, with a `+` when the working tree had uncommitted changes."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "src"], cwd=ROOT, capture_output=True, text=True
+        )
+    except OSError:
+        return "unknown"
+    return commit.stdout.strip() + ("+" if dirty.stdout.strip() else "")

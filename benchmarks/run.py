@@ -107,7 +107,7 @@ class Session:
 # -- startup figures: import time, registering many tools, idle memory ------------------------
 def measure_imports(frameworks: Sequence[Framework], reps: int) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {f.name: [] for f in frameworks}
-    for framework in frameworks:  # once untimed: bytecode caches
+    for framework in frameworks if reps > 1 else ():  # once untimed: bytecode caches
         harness.subprocess_json(f"{framework.import_line}; print('{{}}')")
     for _ in range(reps):
         for framework in frameworks:
@@ -336,6 +336,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results = anyio.run(run_all, args, frameworks, sizes, log)
     results["meta"] = {
         "when": stamp,
+        "commit": harness.git_commit(),
         "quick": args.quick,
         "reps": sizes.reps,
         "python": platform.python_version(),

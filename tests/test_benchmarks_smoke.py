@@ -1,0 +1,73 @@
+"""The benchmark driver, run for real with a handful of calls, so the bench code cannot rot.
+
+Nothing here looks at a timing. What is checked is what the figures stand on:
+every framework's server answered every workload correctly (the driver stops
+on a wrong answer), the refund desk took the rounds and questions the protocol
+prescribes, and the result file and table came out.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import PYTHON, ROOT
+
+pytestmark = pytest.mark.slow
+
+DRIVER = ROOT / "benchmarks" / "run.py"
+
+
+def run_quick(out: Path, *args: str) -> tuple[dict[str, Any], str]:
+    finished = subprocess.run(
+        [PYTHON, str(DRIVER), "--quick", "--out", str(out), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    [result] = out.glob("bench-*.json")
+    return json.loads(result.read_text()), finished.stdout
+
+
+def rows(results: dict[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
+    return {(r["scenario"], r["workload"], r["framework"]): r for r in results["summary"]["rows"]}
+
+
+def test_every_framework_answers_every_workload_in_memory_and_over_stdio(tmp_path: Path) -> None:
+    results, table = run_quick(tmp_path, "--transports", "memory", "stdio")
+    measured = rows(results)
+    for transport in ("memory", "stdio"):
+        for framework in ("ours", "official", "fastmcp"):
+            for workload in ("W1", "W2", "W3"):
+                assert (f"{transport} 2026-07-28", workload, framework) in measured
+            # FastMCP asks only from a tool body, which it allows on the handshake era alone.
+            assert ((f"{transport} 2026-07-28", "W4", framework) in measured) is (framework != "fastmcp")
+            handshake_refund = measured[(f"{transport} handshake", "W4", framework)]
+            assert (handshake_refund["rounds"], handshake_refund["questions"]) == (1, 2)
+        for framework in ("ours", "official"):
+            refund = measured[(f"{transport} 2026-07-28", "W4", framework)]
+            # Two questions, the second depending on the first's answer: two rounds of questions, then the result.
+            assert (refund["rounds"], refund["questions"]) == (3, 2)
+            assert refund["protocol"] == "2026-07-28"
+    startup = results["summary"]["startup"]["frameworks"]
+    assert set(startup) == {"ours", "official", "fastmcp"}
+    assert all(figures["idle_rss_mb"] > 0 and figures["import_ms"] > 0 for figures in startup.values())
+    assert results["register_many"]["tools"] == 20
+    assert "Targets (ours against the official SDK, same run)" in table
+    assert "memory 2026-07-28" in table and "stdio handshake" in table
+
+
+def test_http_with_one_and_with_sixteen_clients(tmp_path: Path) -> None:
+    results, _table = run_quick(tmp_path, "--transports", "http", "--frameworks", "ours", "official")
+    measured = rows(results)
+    for framework in ("ours", "official"):
+        assert measured[("http 2026-07-28", "W4", framework)]["rounds"] == 3
+        assert measured[("http handshake", "W4", framework)]["questions"] == 2
+        many = measured[("http x16 2026-07-28", "W1", framework)]
+        assert many["clients"] == 16 and many["peak_rss_mb"] > 0
