@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from typing import Any
 
 from mcp_types import InputRequiredResult, PromptMessage
 
 from .context import Context
-from .errors import INTERNAL_ERROR, MCPError, ToolError
 from .signature import HandlerSignature, Overrides
 from .tools import to_content
 
@@ -71,12 +69,7 @@ class Prompt:
         return definition
 
     async def render(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
-        values = self.signature.validate(arguments)
-        try:
-            async with AsyncExitStack() as exit_stack:
-                value = await self.signature.invoke(values, context, exit_stack)
-        except ToolError as exc:  # a declined question or an author's refusal: say it, it is no crash
-            raise MCPError(INTERNAL_ERROR, f"Error rendering prompt {self.name}: {exc}") from None
+        value = await self.signature.run_detached(arguments, context, failing=f"rendering prompt {self.name}")
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         result: dict[str, Any] = {"messages": _messages(value)}

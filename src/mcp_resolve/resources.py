@@ -11,7 +11,6 @@ import base64
 import inspect
 import re
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import unquote
 
@@ -20,7 +19,7 @@ from mcp_types import Annotations, BlobResourceContents, InputRequiredResult, Te
 from pydantic import BaseModel
 
 from .context import Context
-from .errors import INTERNAL_ERROR, InvalidSignature, MCPError, ToolError
+from .errors import InvalidSignature
 from .signature import HandlerSignature, Overrides
 
 __all__ = ["Resource", "ResourceTemplate"]
@@ -94,12 +93,7 @@ class _ResourceBase:
         return entry
 
     async def _read(self, uri: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
-        values = self.signature.validate(arguments)
-        try:
-            async with AsyncExitStack() as exit_stack:
-                value = await self.signature.invoke(values, context, exit_stack)
-        except ToolError as exc:  # a declined question or an author's refusal: say it, it is no crash
-            raise MCPError(INTERNAL_ERROR, f"Error reading resource {uri}: {exc}") from None
+        value = await self.signature.run_detached(arguments, context, failing=f"reading resource {uri}")
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         return {"contents": _contents(uri, self.mime_type, value)}

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from .context import Context
-from .errors import InvalidSignature
+from .errors import INTERNAL_ERROR, InvalidSignature, MCPError, ToolError
 from .resolve.plan import (
     ResolverPlan,
     build_resolver_plans,
@@ -180,6 +180,22 @@ class HandlerSignature:
         if inspect.isawaitable(result):
             result = await result
         return result
+
+    async def run_detached(
+        self, arguments: Mapping[str, Any] | None, context: Context, *, failing: str
+    ) -> Any:
+        """Validate, resolve, run the body and clean up, for handlers with no error result (prompts, resources).
+
+        A ToolError (a declined question, an author's refusal) becomes the
+        JSON-RPC error `Error FAILING: MESSAGE`: it is no crash, so say it.
+        Returns the body's value or the round's InputRequiredResult.
+        """
+        values = self.validate(arguments)
+        try:
+            async with AsyncExitStack() as exit_stack:
+                return await self.invoke(values, context, exit_stack)
+        except ToolError as exc:
+            raise MCPError(INTERNAL_ERROR, f"Error {failing}: {exc}") from None
 
 
 def _describe(exc: ValidationError) -> str:
