@@ -114,8 +114,12 @@ class HttpPipe:
         self._headers = dict(headers or {})
         self._inbox_send, self._inbox = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
         self._tool_headers: dict[str, dict[tuple[str, ...], str]] = {}
+        self._initialize: dict[str, Any] | None = None
+        self._reopening = anyio.Lock()
 
     async def send(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "initialize":
+            self._initialize = message  # replayed if the server ends the session
         headers = self._headers_for(message)
         if "method" in message and "id" in message:
             self._group.start_soon(self._exchange, message, headers)
@@ -174,14 +178,19 @@ class HttpPipe:
             headers[PROTOCOL_VERSION_HEADER] = self.protocol_version
         return headers
 
-    async def _exchange(self, message: dict[str, Any], headers: dict[str, str]) -> None:
+    async def _exchange(
+        self, message: dict[str, Any], headers: dict[str, str], *, may_reopen: bool = True
+    ) -> None:
         request_id, method = message["id"], str(message["method"])
-        answered = False
+        answered = reopened = False
         try:
             async with self._http.stream(
                 "POST", self.url, content=encode(message), headers=headers
             ) as response:
-                if response.status_code >= 400 or response.status_code == 202:
+                ended = response.status_code == 404 and SESSION_HEADER in headers
+                if ended and may_reopen and await self._reopen_session(headers[SESSION_HEADER]):
+                    answered = reopened = True  # answered by the retry below, on the new session
+                elif response.status_code >= 400 or response.status_code == 202:
                     self._deliver(await self._refused(response, request_id), method)
                     return
                 session_id = response.headers.get(SESSION_HEADER)
@@ -204,6 +213,39 @@ class HttpPipe:
             return
         if not answered:
             self._deliver(error_message(request_id, INTERNAL_ERROR, "the server sent no response"), method)
+        elif reopened:
+            await self._exchange(message, self._headers_for(message), may_reopen=False)
+
+    async def _reopen_session(self, ended: str) -> bool:
+        """The server ended our session (HTTP 404): start a new one, as the 2025-11-25 spec requires.
+
+        Replays the `initialize` that opened the first session (its answer is
+        ours, not the caller's) and `notifications/initialized`; concurrent
+        requests that hit the same 404 share one reopening.
+        """
+        async with self._reopening:
+            if self.session_id != ended:
+                return self.session_id is not None  # another request already reopened it
+            self.session_id = None
+            if self._initialize is None:
+                return False
+            headers = self._headers_for(self._initialize)
+            try:
+                response = await self._http.post(self.url, content=encode(self._initialize), headers=headers)
+                session_id = response.headers.get(SESSION_HEADER)
+                if response.status_code != 200 or session_id is None:
+                    return False
+                self.session_id = session_id
+                initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                await self._http.post(
+                    self.url, content=encode(initialized), headers=self._headers_for(initialized)
+                )
+            except httpx.HTTPError as exc:
+                logger.warning("could not reopen the session: %s", exc)
+                return False
+            self._group.start_soon(self._listen)
+            logger.info("the server ended our session; continuing on a new one")
+            return True
 
     async def _pump(self, events: AsyncIterator[str], request_id: Any, method: str) -> bool:
         """Deliver each message of an SSE stream; True once the response to `request_id` came."""
