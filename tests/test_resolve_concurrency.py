@@ -345,3 +345,38 @@ async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_
     (response,) = [m for m in following if m.get("id") == 2]
     assert [m["params"]["requestId"] for m in withdrawn] == [question["id"]]
     assert response["result"]["content"][0]["text"] == "Error executing tool abandon: too late"
+
+
+async def test_our_client_stops_answering_a_question_the_server_withdrew() -> None:
+    """The person's form closes: the handler of a withdrawn question is cancelled and sends no answer."""
+    server = MCPServer("withdraw-client")
+    question_is_out = anyio.Event()
+    handler_cancelled = anyio.Event()
+
+    async def fails_once_the_question_is_out() -> int:
+        with anyio.fail_after(DEADLINE):
+            await question_is_out.wait()
+        raise ToolError("too late")
+
+    async def asks() -> Elicit[Ok]:
+        return Elicit("Still there?", Ok)
+
+    @server.tool()
+    async def abandon(
+        first: Annotated[int, Resolve(fails_once_the_question_is_out)], second: Annotated[Ok, Resolve(asks)]
+    ) -> str:
+        return "unreachable"
+
+    async def person(params: ElicitRequestFormParams) -> dict[str, Any]:
+        question_is_out.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            handler_cancelled.set()
+        raise AssertionError("unreachable")
+
+    async with Client(server, mode="legacy", elicitation_handler=person) as client:
+        result = await client.call_tool("abandon", {})
+        with anyio.fail_after(DEADLINE):
+            await handler_cancelled.wait()
+    assert text_of(result) == "Error executing tool abandon: too late"

@@ -40,6 +40,8 @@ class ClientSession:
         self._on_notification = on_notification
         self._ids = itertools.count(1)
         self._pending: dict[int | str, _Pending] = {}
+        self._answering: dict[int | str, anyio.CancelScope] = {}
+        """The server's requests our handlers are still answering, by id (for notifications/cancelled)."""
         self._closed: BaseException | None = None
 
     async def run(self, group: anyio.abc.TaskGroup) -> None:
@@ -50,6 +52,8 @@ class ClientSession:
                 if "method" in message:
                     if "id" in message:
                         group.start_soon(self._answer, message)
+                    elif message["method"] == "notifications/cancelled":
+                        self._withdrawn((message.get("params") or {}).get("requestId"))
                     else:
                         await self._on_notification(message["method"], message.get("params") or {})
                 elif message.get("id") in self._pending:
@@ -94,11 +98,20 @@ class ClientSession:
             message["params"] = params
         await self.pipe.send(message)
 
+    def _withdrawn(self, request_id: Any) -> None:
+        """The server no longer wants an answer: stop the handler (say, close the person's form)."""
+        scope = self._answering.get(request_id)
+        if scope is not None:
+            scope.cancel()
+
     async def _answer(self, message: dict[str, Any]) -> None:
         request_id, method = message["id"], message["method"]
+        reply: dict[str, Any] | None = None
         try:
-            result = await self._on_request(method, message.get("params") or {})
-            reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "result": result}
+            with anyio.CancelScope() as scope:
+                self._answering[request_id] = scope
+                result = await self._on_request(method, message.get("params") or {})
+                reply = {"jsonrpc": "2.0", "id": request_id, "result": result}
         except MCPError as exc:
             reply = {"jsonrpc": "2.0", "id": request_id, "error": exc.to_error()}
         except Exception as exc:
@@ -108,6 +121,10 @@ class ClientSession:
                 "id": request_id,
                 "error": {"code": INTERNAL_ERROR, "message": str(exc)},
             }
+        finally:
+            self._answering.pop(request_id, None)
+        if reply is None:
+            return  # withdrawn by the server: a cancelled request gets no response
         try:
             await self.pipe.send(reply)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
