@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from starlette.types import Receive, Send
 
 from ..errors import INTERNAL_ERROR, MCPError
@@ -90,9 +91,16 @@ class Exchange:
             async with self._send:
                 await work(self.sink)
 
+        answered = watching = False
+
         async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal watching
+            watching = True
             while (await receive())["type"] != "http.disconnect":
                 pass
+            watching = False
+            if answered:  # ASGI reports the end of a completed response as a disconnect too
+                return
             self.gone = True
             self.on_disconnect(self.asked)
             if self.cancel_on_disconnect:
@@ -102,7 +110,13 @@ class Exchange:
             group.start_soon(worker)
             group.start_soon(watch, group.cancel_scope)
             await self._respond(send)
-            group.cancel_scope.cancel()  # stops the watcher; the worker has finished
+            answered = True
+            # The server wakes the watcher's pending receive() once the response is complete; give
+            # it that turn, and cancel only a watcher still waiting: anyio's cancel() formats the
+            # current task's repr into its reason, a cost worth skipping on every request.
+            await anyio.lowlevel.checkpoint()
+            if watching:
+                group.cancel_scope.cancel()  # the worker has finished; this stops the watcher
 
     async def _next(self, timeout: float) -> Any:
         """The next message, None after `timeout` seconds of silence, or _END when the work is done."""
