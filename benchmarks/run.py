@@ -26,6 +26,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
 
 from benchmarks import harness, report
 from benchmarks.harness import FRAMEWORKS, Framework
@@ -42,6 +43,7 @@ class Scenario:
     mode: str  # the official client's mode: "auto" (2026-07-28 with every server here) or "legacy"
     workloads: tuple[str, ...]
     clients: int = 1
+    processes: int = 1  # >1: the clients run in that many load-worker processes (benchmarks/load.py)
 
     @property
     def label(self) -> str:
@@ -57,7 +59,7 @@ SCENARIOS = (
     Scenario("stdio", "legacy", ("W1", "W4")),
     Scenario("http", "auto", ("W1", "W2", "W3", "W4")),
     Scenario("http", "legacy", ("W1", "W4")),
-    Scenario("http", "auto", ("W1", "W2"), clients=16),
+    Scenario("http", "auto", ("W1", "W2"), clients=16, processes=2),
 )
 
 
@@ -98,6 +100,7 @@ class Session:
     answerer: harness.Answerer
     pid: int | None
     protocol_version: str = ""
+    url: str | None = None  # set when the clients live in load-worker processes
     samples: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def sent(self, method: str) -> int:
@@ -165,6 +168,10 @@ async def open_sessions(
         sessions = []
         for framework in frameworks:
             answerer = harness.Answerer()
+            if scenario.processes > 1:
+                pid, url = http_servers[framework.name]
+                sessions.append(Session(framework, [], [], answerer, pid, url=url))
+                continue
             transports: list[harness.CountingTransport] = []
             stdio = harness.StdioServer(framework, log) if scenario.transport == "stdio" else None
             for _ in range(scenario.clients):
@@ -197,6 +204,56 @@ def applies(workload: Workload, scenario: Scenario, framework: Framework) -> boo
     return not (workload.asks and scenario.mode == "auto" and not framework.modern_questions)
 
 
+async def measure_in_workers(
+    session: Session, scenario: Scenario, workload: Workload, calls: int, warmup: int
+) -> dict[str, Any]:
+    """Run the phase's clients in load-worker processes; time from the go signal to the last answer."""
+    assert session.url is not None and session.pid is not None
+    share, extra = divmod(calls, scenario.processes)
+    clients = scenario.clients // scenario.processes
+    async with contextlib.AsyncExitStack() as stack:
+        workers = []
+        for index in range(scenario.processes):
+            command = [sys.executable, "-m", "benchmarks.load", session.url, scenario.mode, workload.key]
+            command += [str(clients), str(share + (index < extra)), str(warmup)]
+            process = await stack.enter_async_context(
+                await anyio.open_process(command, cwd=harness.ROOT, stderr=None)
+            )
+            assert process.stdin is not None and process.stdout is not None
+            workers.append((process.stdin, BufferedByteReceiveStream(process.stdout)))
+        for _stdin, out in workers:
+            ready = await out.receive_until(b"\n", 1 << 20)
+            if ready != b"ready":
+                raise RuntimeError(f"load worker did not start: {ready[:200]!r}")
+        cpu, wall = harness.process_cpu(session.pid), time.perf_counter()
+        for stdin, _out in workers:
+            await stdin.send(b"go\n")
+        reports = [json.loads(await out.receive_until(b"\n", 1 << 28)) for _stdin, out in workers]
+        wall, cpu = time.perf_counter() - wall, harness.process_cpu(session.pid) - cpu
+    session.protocol_version = reports[0]["protocol_version"]
+    latencies = [latency for report in reports for latency in report["latencies"]]
+    rounds, asked = sum(r["rounds_sent"] for r in reports), sum(r["asked"] for r in reports)
+    return summarise_phase(session, calls, cpu, wall, latencies, rounds, asked)
+
+
+def summarise_phase(
+    session: Session, calls: int, cpu: float, wall: float, latencies: list[float], rounds: int, asked: int
+) -> dict[str, Any]:
+    latencies.sort()
+    sample: dict[str, Any] = {
+        "calls": calls,
+        "cpu_ms_per_call": cpu / calls * 1000,
+        "calls_per_s": calls / wall,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "rounds": rounds / calls,
+        "questions": asked / calls,
+    }
+    if session.pid is not None:
+        sample["peak_rss_mb"] = harness.process_memory(session.pid)[1]
+    return sample
+
+
 async def measure_phase(session: Session, workload: Workload, calls: int) -> dict[str, Any]:
     latencies: list[float] = []
 
@@ -217,19 +274,8 @@ async def measure_phase(session: Session, workload: Workload, calls: int) -> dic
                 group.start_soon(worker, client, share + (index < extra))
     wall = time.perf_counter() - wall
     cpu = harness.process_cpu(session.pid) - cpu
-    latencies.sort()
-    sample: dict[str, Any] = {
-        "calls": calls,
-        "cpu_ms_per_call": cpu / calls * 1000,
-        "calls_per_s": calls / wall,
-        "p50_ms": latencies[len(latencies) // 2] * 1000,
-        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "rounds": (session.sent("tools/call") - sent) / calls,
-        "questions": (session.answerer.asked - asked) / calls,
-    }
-    if session.pid is not None:
-        sample["peak_rss_mb"] = harness.process_memory(session.pid)[1]
-    return sample
+    rounds, asked = session.sent("tools/call") - sent, session.answerer.asked - asked
+    return summarise_phase(session, calls, cpu, wall, latencies, rounds, asked)
 
 
 async def run_scenario(
@@ -242,7 +288,7 @@ async def run_scenario(
     async with open_sessions(scenario, frameworks, http_servers, log) as sessions:
         workloads = [WORKLOADS[key] for key in scenario.workloads]
         for session in sessions:  # warm up every client, and check every answer once before timing anything
-            for workload in workloads:
+            for workload in workloads if session.clients else ():  # load workers warm up their own
                 if applies(workload, scenario, session.framework):
                     for client in session.clients:
                         for _ in range(sizes.warmup if workload.key in ("W1", "W2") else 1):
@@ -251,11 +297,14 @@ async def run_scenario(
             order = sessions[rep % len(sessions) :] + sessions[: rep % len(sessions)]
             for workload in workloads:
                 for session in order:
-                    if applies(workload, scenario, session.framework):
-                        sample = await measure_phase(
-                            session, workload, sizes.phase_calls(scenario, workload.key)
-                        )
-                        session.samples.setdefault(workload.key, []).append(sample)
+                    if not applies(workload, scenario, session.framework):
+                        continue
+                    calls = sizes.phase_calls(scenario, workload.key)
+                    if session.url is not None:
+                        sample = await measure_in_workers(session, scenario, workload, calls, sizes.warmup)
+                    else:
+                        sample = await measure_phase(session, workload, calls)
+                    session.samples.setdefault(workload.key, []).append(sample)
         return {
             "scenario": scenario.label,
             "transport": scenario.transport,
@@ -324,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.pop(
         "PYTHONDONTWRITEBYTECODE", None
     )  # servers and import timings use bytecode caches, as deployed
-    for name in ("httpx", "httpx2"):  # the client's request log would cost every framework's runs alike
+    for name in ("httpx", "httpx2", "mcp.client"):  # the client's chatter costs every framework's runs alike
         logging.getLogger(name).setLevel(logging.WARNING)
     sizes = Sizes.quick() if args.quick else Sizes.full()
     if args.reps:
