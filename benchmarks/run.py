@@ -28,7 +28,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from benchmarks import harness, report
+from benchmarks import harness, report, startup
 from benchmarks.harness import FRAMEWORKS, Framework
 from benchmarks.workloads import WORKLOADS, Workload
 
@@ -105,56 +105,6 @@ class Session:
 
     def sent(self, method: str) -> int:
         return sum(t.sent[method] for t in self.transports)
-
-
-# -- startup figures: import time, registering many tools, idle memory ------------------------
-def measure_imports(frameworks: Sequence[Framework], reps: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {f.name: [] for f in frameworks}
-    for framework in frameworks if reps > 1 else ():  # once untimed: bytecode caches
-        harness.subprocess_json(f"{framework.import_line}; print('{{}}')")
-    for _ in range(reps):
-        for framework in frameworks:
-            code = (
-                f"import time; t = time.perf_counter(); {framework.import_line}; "
-                "t = time.perf_counter() - t; import json; print(json.dumps(t * 1000))"
-            )
-            times[framework.name].append(harness.subprocess_json(code))
-    return times
-
-
-def measure_registration(
-    frameworks: Sequence[Framework], reps: int, n: int
-) -> dict[str, list[dict[str, float]]]:
-    samples: dict[str, list[dict[str, float]]] = {f.name: [] for f in frameworks}
-    for _ in range(reps):
-        for framework in frameworks:
-            code = f"""
-import json, os, time
-from benchmarks.harness import process_memory
-import benchmarks.servers.{framework.module} as bench
-rss = process_memory(os.getpid())[0]
-cpu, wall = time.process_time(), time.perf_counter()
-server = bench.register_many({n})
-cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-print(json.dumps({{"cpu_ms": cpu * 1000, "wall_ms": wall * 1000, "rss_mb": process_memory(os.getpid())[0] - rss}}))
-"""
-            samples[framework.name].append(harness.subprocess_json(code))
-    return samples
-
-
-async def measure_idle_memory(frameworks: Sequence[Framework], reps: int, log: Any) -> dict[str, list[float]]:
-    """RSS of a stdio server that has answered `server/discover` and `tools/list`, and then sits idle."""
-    from mcp import Client
-
-    rss: dict[str, list[float]] = {f.name: [] for f in frameworks}
-    for _ in range(reps):
-        for framework in frameworks:
-            server = harness.StdioServer(framework, log)
-            async with Client(server.transport()) as client:
-                await client.list_tools()
-                await anyio.sleep(0.2)
-                rss[framework.name].append(harness.process_memory(server.pid())[0])
-    return rss
 
 
 # -- per-call figures ------------------------------------------------------------------------
@@ -321,14 +271,14 @@ async def run_all(
     results: dict[str, Any] = {}
     started = time.perf_counter()
     progress("import time")
-    results["import_ms"] = measure_imports(frameworks, sizes.import_reps)
+    results["import_ms"] = startup.measure_imports(frameworks, sizes.import_reps)
     progress(f"registering {sizes.many_tools} tools")
     results["register_many"] = {
         "tools": sizes.many_tools,
-        **measure_registration(frameworks, sizes.reps, sizes.many_tools),
+        **startup.measure_registration(frameworks, sizes.reps, sizes.many_tools),
     }
     progress("idle memory")
-    results["idle_rss_mb"] = await measure_idle_memory(frameworks, sizes.reps, log)
+    results["idle_rss_mb"] = await startup.measure_idle_memory(frameworks, sizes.reps, log)
     transports = set(args.transports)
     if "http" in transports and not harness.has_our_http() and any(f.name == "ours" for f in frameworks):
         print("note: src/mcp_resolve/transports/http.py does not exist yet; skipping HTTP", file=sys.stderr)
