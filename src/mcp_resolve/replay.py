@@ -150,7 +150,7 @@ class SqliteReplayStore:
             )
             try:
                 conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                _enable_wal(conn, self._busy_timeout)
                 conn.execute("PRAGMA synchronous = FULL")
                 for statement in _SCHEMA:
                     conn.execute(statement)
@@ -172,3 +172,25 @@ class SqliteReplayStore:
                 (state_id, expires_at),
             )
             return cursor.rowcount == 1
+
+
+def _enable_wal(conn: sqlite3.Connection, patience: float) -> None:
+    """Switch the file to WAL, retrying while another process holds the lock.
+
+    Changing the journal mode can fail with "database is locked" without
+    consulting the busy handler (several workers opening one file at once),
+    so wait here the way busy_timeout would. Runs on a worker thread.
+    """
+    import sqlite3
+
+    deadline = time.monotonic() + patience
+    delay = 0.01
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
