@@ -89,6 +89,18 @@ def _carries_modern_meta(message: Incoming) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
+def _header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request headers, decoded once: the first of repeated names wins, as with Starlette's `Headers.get`.
+
+    Every later check reads this dict instead of scanning and decoding the raw
+    list again, and a 2026-07-28 request's `Connection` gets it as is.
+    """
+    headers: dict[str, str] = {}
+    for key, value in raw:
+        headers.setdefault(key.decode("latin-1"), value.decode("latin-1"))
+    return headers
+
+
 def _fail_questions(connection: Connection, asked: list[Any]) -> None:
     """Release a handshake call waiting on answers that can no longer come (its stream is gone)."""
     for request_id in asked:
@@ -109,32 +121,33 @@ class StreamableHTTPEndpoint:
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive)
-        refused = self._screen(request)
+        headers = _header_dict(scope["headers"])
+        refused = self._screen(headers)
         if refused is None:
             await self.lifespan.ensure()
-            if request.method == "POST":
-                await self._post(request, receive, send)
+            method = scope["method"]
+            if method == "POST":
+                await self._post(scope, headers, receive, send)
                 return
-            if request.method in ("GET", "DELETE"):
-                await self._get_or_delete(request, receive, send)
+            if method in ("GET", "DELETE"):
+                await self._get_or_delete(scope, headers, receive, send)
                 return
             refused = refusal(
                 405,
                 INVALID_REQUEST,
-                f"Method Not Allowed: {request.method}",
+                f"Method Not Allowed: {method}",
                 headers={"Allow": "GET, POST, DELETE"},
             )
         await refused(scope, receive, send)
 
-    def _screen(self, request: Request) -> Response | None:
+    def _screen(self, headers: dict[str, str]) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
-        if not self.hosts.allows(request.headers.get("host")):
-            logger.warning("refused a request for Host %r (allowed_hosts)", request.headers.get("host"))
+        if not self.hosts.allows(headers.get("host")):
+            logger.warning("refused a request for Host %r (allowed_hosts)", headers.get("host"))
             return refusal(
                 403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
             )
-        origin = request.headers.get("origin")
+        origin = headers.get("origin")
         if origin is not None and not self.origins.allows(origin):
             logger.warning("refused a request from Origin %r (allowed_origins)", origin)
             return refusal(
@@ -142,10 +155,10 @@ class StreamableHTTPEndpoint:
             )
         return None
 
-    def _principal(self, request: Request) -> str | None:
+    def _principal(self, scope: Scope, receive: Receive) -> str | None:
         if self.options.principal is not None:
-            return self.options.principal(request)
-        user = request.scope.get("user")
+            return self.options.principal(Request(scope, receive))
+        user = scope.get("user")
         if user is None or not getattr(user, "is_authenticated", False):
             return None
         try:
@@ -154,9 +167,7 @@ class StreamableHTTPEndpoint:
             return str(user.display_name)
 
     # -- POST ------------------------------------------------------------------------------
-    async def _post(self, request: Request, receive: Receive, send: Send) -> None:
-        headers = request.headers
-        scope = request.scope
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
         if not is_json_content(headers.get("content-type")):
             await refusal(
                 415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message as application/json"
@@ -199,14 +210,22 @@ class StreamableHTTPEndpoint:
         else:
             exchange = Exchange(json_ok, sse_ok, self.options.sse_ping_interval, False)
         if modern:
-            response = await self._modern(request, message, exchange, send)
+            response = await self._modern(scope, headers, message, exchange, receive, send)
         else:
-            response = await self._handshake(request, message, session_id, version, exchange, send)
+            response = await self._handshake(
+                scope, headers, message, session_id, version, exchange, receive, send
+            )
         if response is not None:
             await response(scope, receive, send)
 
     async def _modern(
-        self, request: Request, message: Incoming, exchange: Exchange, send: Send
+        self,
+        scope: Scope,
+        headers: dict[str, str],
+        message: Incoming,
+        exchange: Exchange,
+        receive: Receive,
+        send: Send,
     ) -> Response | None:
         if isinstance(message, IncomingNotification):
             return Response(status_code=202)  # 2026-07-28 defines none on HTTP; accepted and dropped
@@ -214,30 +233,30 @@ class StreamableHTTPEndpoint:
             return refusal(
                 400, INVALID_REQUEST, "Invalid Request: clients send no responses on protocol 2026-07-28"
             )
-        rejection = modern_rejection(message, request.headers)
+        rejection = modern_rejection(message, headers)
         if rejection is not None:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
-        connection = Connection(
-            self.server, headers=dict(request.headers), principal=self._principal(request)
-        )
+        connection = Connection(self.server, headers=headers, principal=self._principal(scope, receive))
 
         async def work(sink: Sink) -> None:
             await sink(await connection.respond(message, sink))
 
-        await exchange.run(work, request.receive, send)
+        await exchange.run(work, receive, send)
         return None
 
     async def _handshake(
         self,
-        request: Request,
+        scope: Scope,
+        headers: dict[str, str],
         message: Incoming,
         session_id: str | None,
         version: str | None,
         exchange: Exchange,
+        receive: Receive,
         send: Send,
     ) -> Response | None:
-        principal = self._principal(request)
+        principal = self._principal(scope, receive)
         if session_id is None:
             if not (isinstance(message, IncomingRequest) and message.method == "initialize"):
                 return refusal(
@@ -270,19 +289,19 @@ class StreamableHTTPEndpoint:
         if isinstance(message, IncomingResponse):
             session.connection.deliver_response(message)
             return Response(status_code=202)
-        await self._session_request(request, session, message, fresh, exchange, send)
+        await self._session_request(headers, session, message, fresh, exchange, receive, send)
         return None
 
     async def _session_request(
         self,
-        request: Request,
+        headers: dict[str, str],
         session: Session,
         message: IncomingRequest,
         fresh: bool,
         exchange: Exchange,
+        receive: Receive,
         send: Send,
     ) -> None:
-        headers = dict(request.headers)
 
         def commit_headers(first: dict[str, Any] | None) -> dict[str, str]:
             # A new session exists from the moment its id is sent: registered here, just before that.
@@ -298,12 +317,14 @@ class StreamableHTTPEndpoint:
 
         exchange.headers_of = commit_headers
         exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
-        await exchange.run(work, request.receive, send)
+        await exchange.run(work, receive, send)
 
     # -- GET and DELETE ----------------------------------------------------------------------
-    async def _get_or_delete(self, request: Request, receive: Receive, send: Send) -> None:
-        session_id = request.headers.get(SESSION_HEADER)
-        version = request.headers.get(PROTOCOL_VERSION_HEADER)
+    async def _get_or_delete(
+        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+    ) -> None:
+        session_id = headers.get(SESSION_HEADER)
+        version = headers.get(PROTOCOL_VERSION_HEADER)
         if session_id is None:
             if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 refused = refusal(
@@ -314,20 +335,20 @@ class StreamableHTTPEndpoint:
                 )
             else:
                 refused = refusal(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required")
-            await refused(request.scope, receive, send)
+            await refused(scope, receive, send)
             return
-        session = self.sessions.get(session_id, self._principal(request))
+        session = self.sessions.get(session_id, self._principal(scope, receive))
         if session is None:
             refused = refusal(
                 404, INVALID_REQUEST, "Session not found: it ended or never existed; initialize again"
             )
-            await refused(request.scope, receive, send)
-        elif request.method == "DELETE":
+            await refused(scope, receive, send)
+        elif scope["method"] == "DELETE":
             self.sessions.close(session)
-            await Response(status_code=204)(request.scope, receive, send)
-        elif not accepted_media(request.headers.get("accept"))[1]:
+            await Response(status_code=204)(scope, receive, send)
+        elif not accepted_media(headers.get("accept"))[1]:
             await refusal(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")(
-                request.scope, receive, send
+                scope, receive, send
             )
         else:
             await self._standalone_stream(session, receive, send)

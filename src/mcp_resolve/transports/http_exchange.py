@@ -15,7 +15,6 @@ and questions it is still waiting on are failed (nobody is left to answer them).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +34,8 @@ SSE_HEADERS = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
-_END = object()
+_PING = b": ping\n\n"
+_UNDECIDED, _JSON, _STREAM = "undecided", "json", "stream"
 
 
 def sse_event(message: dict[str, Any]) -> bytes:
@@ -49,7 +49,15 @@ def _is_response(message: dict[str, Any]) -> bool:
 
 @dataclass
 class Exchange:
-    """Runs one request and streams whatever it emits to the client of one POST."""
+    """Runs one request and streams whatever it emits to the client of one POST.
+
+    The work runs in the POST's own task and its sink writes straight to the
+    client; one guard task watches for a disconnect and sends the pings. The
+    common case (the answer is the first thing the work emits) thus costs no
+    channel, no worker task and no timer: the answer is written as JSON from
+    inside the sink, and the guard, which first runs after that, finds the
+    response complete and ends by itself.
+    """
 
     json_ok: bool
     sse_ok: bool
@@ -60,9 +68,12 @@ class Exchange:
     on_disconnect: Callable[[list[Any]], None] = lambda _asked: None
     gone: bool = False
     asked: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self._send, self._receive = anyio.create_memory_object_stream[dict[str, Any]](0)
+    _send: Send | None = None
+    _mode: str = _UNDECIDED
+    _answered: bool = False  # the response's last write has begun: a disconnect now cancels nothing
+    _guarding: bool = True
+    _quiet_since: float = 0.0
+    _lock: anyio.Lock | None = None  # serialises stream writes between the work and the guard's pings
 
     async def sink(self, message: dict[str, Any]) -> None:
         """Where the request's connection sends everything meant for this client."""
@@ -79,93 +90,115 @@ class Exchange:
             return  # a JSON-only client has no channel for notifications
         if self.gone:
             return
-        try:
-            await self._send.send(message)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass
+        if self._mode is _UNDECIDED:
+            if _is_response(message) and (self.json_ok or not self.sse_ok):
+                await self._answer_json(message)
+            else:
+                await self._open_stream(message)
+        elif self._mode is _STREAM:
+            await self._stream(sse_event(message))
+        # else: the JSON answer is out and a JSON body has room for nothing more
 
     async def run(self, work: Callable[[Sink], Awaitable[None]], receive: Receive, send: Send) -> None:
         """Run `work(sink)` (which must send the final response through the sink) and answer the POST."""
-
-        async def worker() -> None:
-            async with self._send:
-                await work(self.sink)
-
-        answered = watching = False
-
-        async def watch(scope: anyio.CancelScope) -> None:
-            nonlocal watching
-            watching = True
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            watching = False
-            if answered:  # ASGI reports the end of a completed response as a disconnect too
-                return
-            self.gone = True
-            self.on_disconnect(self.asked)
-            if self.cancel_on_disconnect:
-                scope.cancel()
-
+        self._send = send
+        if self.sse_ok:
+            self._quiet_since = anyio.current_time()
         async with anyio.create_task_group() as group:
-            group.start_soon(worker)
-            group.start_soon(watch, group.cancel_scope)
-            await self._respond(send)
-            answered = True
-            # The server wakes the watcher's pending receive() once the response is complete; give
-            # it that turn, and cancel only a watcher still waiting: anyio's cancel() formats the
+            group.start_soon(self._guard, receive, group.cancel_scope)
+            await work(self.sink)
+            await self._finish()
+            # The server wakes the guard's pending receive() once the response is complete; give
+            # it that turn, and cancel only a guard still waiting: anyio's cancel() formats the
             # current task's repr into its reason, a cost worth skipping on every request.
             await anyio.lowlevel.checkpoint()
-            if watching:
-                group.cancel_scope.cancel()  # the worker has finished; this stops the watcher
+            if self._guarding:
+                group.cancel_scope.cancel()
 
-    async def _next(self, timeout: float) -> Any:
-        """The next message, None after `timeout` seconds of silence, or _END when the work is done."""
-        with anyio.move_on_after(timeout):
-            try:
-                return await self._receive.receive()
-            except anyio.EndOfStream:
-                return _END
-        return None
+    async def _guard(self, receive: Receive, scope: anyio.CancelScope) -> None:
+        """Until the client leaves: a ping after every `ping_interval` of silence on a stream that may get one."""
+        try:
+            while True:
+                if self.sse_ok and self._mode is not _JSON and not self._answered:
+                    with anyio.move_on_at(self._quiet_since + self.ping_interval):
+                        if (await receive())["type"] == "http.disconnect":
+                            break
+                        continue
+                    if anyio.current_time() >= self._quiet_since + self.ping_interval:
+                        await self._ping()
+                elif (await receive())["type"] == "http.disconnect":
+                    break
+        finally:
+            self._guarding = False
+        if self._answered:  # ASGI reports the end of a completed response as a disconnect too
+            return
+        self.gone = True
+        self.on_disconnect(self.asked)
+        if self.cancel_on_disconnect:
+            scope.cancel()
 
-    async def _respond(self, send: Send) -> None:
-        first = await self._next(self.ping_interval if self.sse_ok else math.inf)
-        if first is _END:  # cancelled: JSON-RPC sends no response, HTTP still needs one
-            await self._write(send, {"type": "http.response.start", "status": 202, "headers": []})
-            await self._write(send, {"type": "http.response.body", "body": b""})
-            return
-        if first is not None and _is_response(first) and (self.json_ok or not self.sse_ok):
-            body = encode(first)
-            # A known length spares the chunked framing: one write fewer per response on uvicorn.
-            length = str(len(body)).encode("ascii")
-            headers = [
-                (b"content-type", b"application/json"),
-                (b"content-length", length),
-                *self._extra(first),
-            ]
-            await self._write(
-                send, {"type": "http.response.start", "status": self.status_of(first), "headers": headers}
-            )
-            await self._write(send, {"type": "http.response.body", "body": body})
-            async for _ in self._receive:  # let the worker finish
-                pass
-            return
+    async def _answer_json(self, message: dict[str, Any]) -> None:
+        self._mode, self._answered = _JSON, True
+        body = encode(message)
+        # A known length spares the chunked framing: one write fewer per response on uvicorn.
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode("ascii")),
+            *self._extra(message),
+        ]
         await self._write(
-            send, {"type": "http.response.start", "status": 200, "headers": SSE_HEADERS + self._extra(first)}
+            {"type": "http.response.start", "status": self.status_of(message), "headers": headers}
         )
-        message = first
-        while message is not _END:
-            chunk = b": ping\n\n" if message is None else sse_event(message)
-            await self._write(send, {"type": "http.response.body", "body": chunk, "more_body": True})
-            message = await self._next(self.ping_interval)
-        await self._write(send, {"type": "http.response.body", "body": b""})
+        await self._write({"type": "http.response.body", "body": body})
+
+    async def _open_stream(self, first: dict[str, Any] | None) -> None:
+        """Commit to SSE with `first` as the opening event (None: a ping, after a silence)."""
+        self._mode, self._lock = _STREAM, anyio.Lock()
+        async with self._lock:
+            start = {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": SSE_HEADERS + self._extra(first),
+            }
+            await self._write(start)
+            chunk = _PING if first is None else sse_event(first)
+            await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
+            self._quiet_since = anyio.current_time()
+
+    async def _stream(self, chunk: bytes) -> None:
+        assert self._lock is not None
+        async with self._lock:
+            await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
+            self._quiet_since = anyio.current_time()
+
+    async def _ping(self) -> None:
+        if self._mode is _UNDECIDED:
+            await self._open_stream(None)
+        elif self._mode is _STREAM:
+            await self._stream(_PING)
+
+    async def _finish(self) -> None:
+        """End the response once the work is done: the stream's last chunk, or a 202 if nothing was sent."""
+        if self._mode is _JSON:
+            return
+        self._answered = True
+        if self._mode is _UNDECIDED:  # cancelled: JSON-RPC sends no response, HTTP still needs one
+            self._mode = _JSON
+            await self._write({"type": "http.response.start", "status": 202, "headers": []})
+            await self._write({"type": "http.response.body", "body": b""})
+            return
+        assert self._lock is not None
+        async with self._lock:
+            await self._write({"type": "http.response.body", "body": b""})
 
     def _extra(self, first: dict[str, Any] | None) -> list[tuple[bytes, bytes]]:
         return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers_of(first).items()]
 
-    async def _write(self, send: Send, message: dict[str, Any]) -> None:
+    async def _write(self, message: dict[str, Any]) -> None:
         if self.gone:
             return
+        assert self._send is not None
         try:
-            await send(message)
+            await self._send(message)
         except OSError:  # servers other than uvicorn may raise once the client is gone
             self.gone = True
