@@ -102,8 +102,6 @@ class Exchange:
     async def run(self, work: Callable[[Sink], Awaitable[None]], receive: Receive, send: Send) -> None:
         """Run `work(sink)` (which must send the final response through the sink) and answer the POST."""
         self._send = send
-        if self.sse_ok:
-            self._quiet_since = anyio.current_time()
         async with anyio.create_task_group() as group:
             group.start_soon(self._guard, receive, group.cancel_scope)
             await work(self.sink)
@@ -117,6 +115,11 @@ class Exchange:
 
     async def _guard(self, receive: Receive, scope: anyio.CancelScope) -> None:
         """Until the client leaves: a ping after every `ping_interval` of silence on a stream that may get one."""
+        if self._answered:  # first scheduled after the whole answer was written: nothing left to guard
+            self._guarding = False
+            return
+        if self._mode is _UNDECIDED:  # the work's first pause: the silence before a ping counts from here
+            self._quiet_since = anyio.current_time()
         try:
             while True:
                 if self.sse_ok and self._mode is not _JSON and not self._answered:

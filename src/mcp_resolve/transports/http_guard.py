@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import pydantic_core
@@ -36,6 +37,7 @@ __all__ = [
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 DRAIN_LIMIT = 64 * 1024 * 1024  # an oversized body is read and dropped up to here, so the 413 arrives cleanly
+_PARSED_HEADERS = 256  # distinct Host/Accept values kept parsed: a client repeats the same ones on every call
 
 
 class ClientGone(Exception):
@@ -74,6 +76,7 @@ class HttpOptions:
                 raise TypeError(f"{name} must be a list of strings, e.g. [{getattr(self, name)!r}]")
 
 
+@lru_cache(maxsize=_PARSED_HEADERS)
 def _split_authority(value: str) -> tuple[str, str | None]:
     value = value.strip().lower()
     if value.startswith("["):
@@ -123,6 +126,7 @@ class OriginPolicy:
         )
 
 
+@lru_cache(maxsize=_PARSED_HEADERS)
 def accepted_media(accept: str | None) -> tuple[bool, bool]:
     """Whether the client takes (JSON, an SSE stream), from its Accept header; wildcards count."""
     json_ok = sse_ok = False
