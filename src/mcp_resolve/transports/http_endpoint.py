@@ -95,9 +95,11 @@ def _header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
     Every later check reads this dict instead of scanning and decoding the raw
     list again, and a 2026-07-28 request's `Connection` gets it as is.
     """
-    headers: dict[str, str] = {}
-    for key, value in raw:
-        headers.setdefault(key.decode("latin-1"), value.decode("latin-1"))
+    headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in raw}
+    if len(headers) < len(raw):  # a repeated name: the comprehension kept its last value
+        headers = {}
+        for key, value in raw:
+            headers.setdefault(key.decode("latin-1"), value.decode("latin-1"))
     return headers
 
 
