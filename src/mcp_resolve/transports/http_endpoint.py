@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -315,7 +314,9 @@ class StreamableHTTPEndpoint:
 
         async def work(sink: Sink) -> None:
             with session.activity():
-                await session.connection.handle_request(replace(message, headers=headers), sink)
+                # Built directly: dataclasses.replace() re-reads the fields on every call.
+                request = IncomingRequest(message.id, message.method, message.params, headers)
+                await session.connection.handle_request(request, sink)
 
         exchange.headers_of = commit_headers
         exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
