@@ -302,9 +302,9 @@ async def test_an_earlier_question_is_answered_before_a_later_failure_is_reporte
     assert text_of(result) == f"Error executing tool act: {expected}"
 
 
-async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_client() -> None:
+def abandoning_server(question_is_out: anyio.Event) -> MCPServer:
+    """`abandon` asks a question, then fails in an earlier resolver once `question_is_out` is set."""
     server = MCPServer("withdraw")
-    question_is_out = anyio.Event()
 
     async def fails_once_the_question_is_out() -> int:
         with anyio.fail_after(DEADLINE):
@@ -319,6 +319,13 @@ async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_
         first: Annotated[int, Resolve(fails_once_the_question_is_out)], second: Annotated[Ok, Resolve(asks)]
     ) -> str:
         return "unreachable"
+
+    return server
+
+
+async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_client() -> None:
+    question_is_out = anyio.Event()
+    server = abandoning_server(question_is_out)
 
     async with connect_in_memory(server) as pipe:
         await pipe.send(
@@ -349,23 +356,9 @@ async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_
 
 async def test_our_client_stops_answering_a_question_the_server_withdrew() -> None:
     """The person's form closes: the handler of a withdrawn question is cancelled and sends no answer."""
-    server = MCPServer("withdraw-client")
     question_is_out = anyio.Event()
     handler_cancelled = anyio.Event()
-
-    async def fails_once_the_question_is_out() -> int:
-        with anyio.fail_after(DEADLINE):
-            await question_is_out.wait()
-        raise ToolError("too late")
-
-    async def asks() -> Elicit[Ok]:
-        return Elicit("Still there?", Ok)
-
-    @server.tool()
-    async def abandon(
-        first: Annotated[int, Resolve(fails_once_the_question_is_out)], second: Annotated[Ok, Resolve(asks)]
-    ) -> str:
-        return "unreachable"
+    server = abandoning_server(question_is_out)
 
     async def person(params: ElicitRequestFormParams) -> dict[str, Any]:
         question_is_out.set()
