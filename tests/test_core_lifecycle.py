@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from typing import Annotated, Any
 
+import anyio
 import pydantic_core
 import pytest
 from pydantic import BaseModel
@@ -120,3 +121,30 @@ async def test_list_changes_reach_handshake_sessions() -> None:
     assert await server.notify_list_changed("tools") == 0  # nobody is connected any more
     with pytest.raises(ValueError):
         await server.notify_list_changed("widgets")  # type: ignore[arg-type]
+
+
+async def test_a_client_roots_change_reaches_the_server_hook() -> None:
+    server = MCPServer("roots-hook")
+    heard = anyio.Event()
+
+    @server.on_roots_changed
+    async def refresh() -> None:
+        heard.set()
+
+    async with connect_in_memory(server) as pipe:
+        await pipe.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"roots": {"listChanged": True}},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        )
+        await pipe.receive()
+        await pipe.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        with anyio.fail_after(10):
+            await heard.wait()

@@ -9,6 +9,7 @@ engine only ever see plaintext.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -139,7 +140,12 @@ def state_binding(
 
 
 async def open_state(
-    server: MCPServer, method: str, params: dict[str, Any], principal: str | None, *, single_use: bool
+    server: MCPServer,
+    method: str,
+    params: dict[str, Any],
+    binding_of: Callable[[], StateBinding],
+    *,
+    single_use: bool,
 ) -> dict[str, Any]:
     """Unseal an echoed requestState; the handler gets the plaintext. Any failure is the frozen error.
 
@@ -152,7 +158,7 @@ async def open_state(
     token = params.get("requestState")
     if token is None:
         return params
-    binding = state_binding(server, method, params, principal)
+    binding = binding_of()
     try:
         opened = server.request_state_security.unseal(token, binding)
     except InvalidRequestState as exc:
@@ -183,14 +189,12 @@ def _input_responses(params: dict[str, Any]) -> dict[str, Any]:
     return responses
 
 
-def seal_state(
-    server: MCPServer, method: str, params: dict[str, Any], principal: str | None, result: dict[str, Any]
-) -> None:
+def seal_state(server: MCPServer, binding_of: Callable[[], StateBinding], result: dict[str, Any]) -> None:
     """Seal the plaintext requestState a handler returned, bound to this very request."""
     plaintext = result.get("requestState")
     if plaintext is None:
         return
-    binding = state_binding(server, method, params, principal)
+    binding = binding_of()
     result["requestState"] = server.request_state_security.seal(str(plaintext).encode(), binding)
 
 
@@ -210,6 +214,8 @@ class BatchQuestioner:
         self.record = StateRecord.decode(state.encode() if isinstance(state, str) else None)
         self.responses: dict[str, Any] = _input_responses(params)
         self.used: dict[str, tuple[str, Any]] = {}
+        self.open: dict[str, str] = {}
+        """Key -> digest of each question left for the next round (computed once, in `ask`)."""
 
     async def ask(self, wire_key: str, question: Question) -> Any:
         digest = question_digest(question)
@@ -222,10 +228,12 @@ class BatchQuestioner:
             answer = self.responses[wire_key]
             self.used[wire_key] = (digest, answer)
             return answer
+        self.open[wire_key] = digest
         return PENDING
 
     def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
-        record = StateRecord(asked={key: question_digest(q) for key, q in pending.items()}, answers=self.used)
+        asked = {key: self.open.get(key) or question_digest(question) for key, question in pending.items()}
+        record = StateRecord(asked=asked, answers=self.used)
         return InputRequiredResult.model_validate(
             {"inputRequests": pending, "requestState": record.encode().decode()}
         )

@@ -10,6 +10,7 @@ notifications and questions.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -289,9 +290,13 @@ class Connection:
             return modern.finish_result(server, method, modern.discover(server))
         if method in modern.REMOVED_METHODS:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
+        # The binding digests the arguments: computed only if a state is opened or sealed, and then once.
+        binding_of = functools.cache(
+            functools.partial(modern.state_binding, server, method, params, self.principal)
+        )
         if method in modern.MULTI_ROUND_METHODS:
             params = await modern.open_state(
-                server, method, params, self.principal, single_use=server.is_single_use(method, params)
+                server, method, params, binding_of, single_use=server.is_single_use(method, params)
             )
         scope = self._scope(
             request,
@@ -309,7 +314,7 @@ class Connection:
             modern.expose_round(scope, params)
         result = await server.call_handler(method, params, Context(scope))
         if method in modern.MULTI_ROUND_METHODS and result.get("resultType") == "input_required":
-            modern.seal_state(server, method, request.params, self.principal, result)
+            modern.seal_state(server, binding_of, result)
         return modern.finish_result(server, method, result)
 
     def _scope(
