@@ -158,20 +158,26 @@ class HandlerSignature:
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated argument values, as the body will see them; resolved names sent by a client are dropped."""
         try:
-            validated = self.arguments_model.model_validate(dict(arguments or {}))
+            validated = self.arguments_model.model_validate(
+                arguments if isinstance(arguments, dict) else dict(arguments or {})
+            )
         except ValidationError as exc:
             raise ArgumentError(_describe(exc)) from None
-        return {name: getattr(validated, name) for name in self.argument_names}
+        # A model that ignores extra keys holds exactly its fields in __dict__, in declaration order.
+        return dict(validated.__dict__)
 
-    async def invoke(self, arguments: dict[str, Any], context: Context, exit_stack: AsyncExitStack) -> Any:
-        """Run resolvers, then the body; returns the body's value or the round's InputRequiredResult."""
-        values = dict(arguments)
-        if self.resolved_params:
-            plans = self.plans()
+    async def invoke(self, arguments: dict[str, Any], context: Context) -> Any:
+        """Run resolvers, then the body, then the resolvers' cleanup; returns the body's value or the round's InputRequiredResult."""
+        if not self.resolved_params:
+            return await self._run_body(dict(arguments), context)
+        async with AsyncExitStack() as exit_stack:
+            plans = self.plans()  # first: it refreshes self._steps after a dependency_overrides change
             injected = await run_steps(self._steps, plans, arguments, context, exit_stack=exit_stack)
             if isinstance(injected, InputRequiredResult):
                 return injected
-            values.update(injected)
+            return await self._run_body({**arguments, **injected}, context)
+
+    async def _run_body(self, values: dict[str, Any], context: Context) -> Any:
         for param in self.context_params:
             values[param] = context
         if self.is_async:
@@ -192,8 +198,7 @@ class HandlerSignature:
         """
         values = self.validate(arguments)
         try:
-            async with AsyncExitStack() as exit_stack:
-                return await self.invoke(values, context, exit_stack)
+            return await self.invoke(values, context)
         except ToolError as exc:
             raise MCPError(INTERNAL_ERROR, f"Error {failing}: {exc}") from None
 

@@ -14,7 +14,6 @@ import inspect
 import logging
 import types
 from collections.abc import Callable
-from contextlib import AsyncExitStack
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pydantic_core
@@ -195,8 +194,7 @@ class Tool:
         except ArgumentError as exc:
             return error_result(self.name, f"invalid arguments: {exc}")
         try:
-            async with AsyncExitStack() as exit_stack:
-                value = await self.signature.invoke(values, context, exit_stack)
+            value = await self.signature.invoke(values, context)
         except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
             return error_result(self.name, str(exc))
         except MCPError:

@@ -37,6 +37,7 @@ __all__ = [
     "MULTI_ROUND_METHODS",
     "REMOVED_METHODS",
     "BatchQuestioner",
+    "BindingOnce",
     "Envelope",
     "discover",
     "expose_round",
@@ -137,6 +138,21 @@ def state_binding(
         audience=server.request_state_security.resolve_audience(server.name),
         principal=principal,
     )
+
+
+class BindingOnce:
+    """A request's state binding, digested only if a state is opened or sealed, and then once."""
+
+    __slots__ = ("_binding", "_request")
+
+    def __init__(self, server: MCPServer, method: str, params: dict[str, Any], principal: str | None) -> None:
+        self._request = (server, method, params, principal)
+        self._binding: StateBinding | None = None
+
+    def __call__(self) -> StateBinding:
+        if self._binding is None:
+            self._binding = state_binding(*self._request)
+        return self._binding
 
 
 async def open_state(

@@ -10,7 +10,6 @@ notifications and questions.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -290,10 +289,7 @@ class Connection:
             return modern.finish_result(server, method, modern.discover(server))
         if method in modern.REMOVED_METHODS:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
-        # The binding digests the arguments: computed only if a state is opened or sealed, and then once.
-        binding_of = functools.cache(
-            functools.partial(modern.state_binding, server, method, params, self.principal)
-        )
+        binding_of = modern.BindingOnce(server, method, params, self.principal)
         if method in modern.MULTI_ROUND_METHODS:
             params = await modern.open_state(
                 server, method, params, binding_of, single_use=server.is_single_use(method, params)

@@ -16,6 +16,7 @@ and questions it is still waiting on are failed (nobody is left to answer them).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,16 @@ def sse_event(message: dict[str, Any]) -> bytes:
     return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
+@functools.cache
+def _asyncio_cancel_scope() -> type[anyio.CancelScope]:
+    """anyio's CancelScope class for asyncio, to build one without asking which event loop runs each time.
+
+    `anyio.CancelScope()` looks the running backend up on every call, which
+    costs as much per request as entering and leaving the scope.
+    """
+    return type(anyio.CancelScope())
+
+
 def _is_response(message: dict[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
@@ -53,11 +64,12 @@ class Exchange:
     """Runs one request and streams whatever it emits to the client of one POST.
 
     The work runs in the POST's own task and its sink writes straight to the
-    client; one guard task watches for a disconnect and sends the pings. The
-    common case (the answer is the first thing the work emits) thus costs no
-    channel, no worker task and no timer: the answer is written as JSON from
-    inside the sink, and the guard, which first runs after that, finds the
-    response complete and ends by itself.
+    client; one guard task, started when the work first pauses, watches for a
+    disconnect and sends the pings. The common case (the answer is the first
+    thing the work emits) thus costs no channel, no worker task and no timer:
+    the answer is written as JSON from inside the sink, and a work that never
+    paused never gets a guard (a guard started later finds the response
+    complete and ends by itself).
     """
 
     json_ok: bool
@@ -108,24 +120,34 @@ class Exchange:
         except RuntimeError:  # another event loop (trio): a task group carries the guard
             await self._run_in_task_group(work, receive)
             return
-        # On asyncio the guard is a plain task: anyio's task group and task handle cost more per
-        # request than everything else this module does for a JSON answer.
-        with anyio.CancelScope() as scope:
-            guard = loop.create_task(self._guard(receive, scope))
+        # On asyncio the guard is a plain task, and it is started only once the work first pauses: a
+        # guard can do nothing while the work runs without pausing, and a plain JSON answer usually
+        # never pauses. anyio's task group and task handle would cost more per request than
+        # everything else this module does for a JSON answer.
+        guard: asyncio.Task[None] | None = None
+        with _asyncio_cancel_scope()() as scope:
+
+            def start_guard() -> None:
+                nonlocal guard
+                if not self._answered:
+                    guard = loop.create_task(self._guard(receive, scope))
+
+            first_pause = loop.call_soon(start_guard)
             try:
                 await work(self.sink)
                 await self._finish()
-                # The server wakes the guard's pending receive() once the response is complete:
-                # this is its turn to see that and end.
-                await asyncio.sleep(0)
+                if guard is not None and not guard.done():
+                    # The server wakes the guard's pending receive() once the response is complete:
+                    # this is its turn to see that and end.
+                    await asyncio.sleep(0)
             finally:
-                if not guard.done():
+                first_pause.cancel()
+                if guard is not None and not guard.done():
                     guard.cancel()
                     with anyio.CancelScope(shield=True):
                         await asyncio.wait((guard,))
-        failure = None if guard.cancelled() else guard.exception()
-        if failure is not None:
-            raise failure
+        if guard is not None and not guard.cancelled() and guard.exception() is not None:
+            raise guard.exception()  # type: ignore[misc]
 
     async def _run_in_task_group(self, work: Callable[[Sink], Awaitable[None]], receive: Receive) -> None:
         async with anyio.create_task_group() as group:
