@@ -74,7 +74,31 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 rows.append(row)
     summary = {"startup": _startup(results), "rows": rows}
     summary["targets"] = targets(summary)
+    summary["w3_floors"] = w3_floors(summary)
     return summary
+
+
+def w3_floors(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """W3's p50 over the same server's W3n p50 (one 20 ms await, no resolvers), per scenario and framework.
+
+    W3n is what the transport, the client and the machine add to a call that
+    waits 20 ms; the ratio is what running four resolvers adds on top of that.
+    """
+    by_key = {(r["scenario"], r["framework"], r["workload"]): r for r in summary["rows"]}
+    floors = []
+    for (scenario, framework, workload), row in by_key.items():
+        nap = by_key.get((scenario, framework, "W3n"))
+        if workload == "W3" and nap is not None and nap["p50_ms"]:
+            floors.append(
+                {
+                    "scenario": scenario,
+                    "framework": framework,
+                    "w3_p50_ms": row["p50_ms"],
+                    "w3n_p50_ms": nap["p50_ms"],
+                    "w3_over_w3n": row["p50_ms"] / nap["p50_ms"],
+                }
+            )
+    return floors
 
 
 def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -143,6 +167,13 @@ def render(summary: dict[str, Any]) -> str:
             f" {_fmt(row.get('calls_per_s_vs_official')):>7} {_fmt(row['p50_ms']):>7} {_fmt(row['p99_ms']):>7}"
             f" {_fmt(row['peak_rss_mb'], 1):>8} {_fmt(row['rounds'], 1):>6} {_fmt(row['questions'], 1):>5}"
         )
+    if summary.get("w3_floors"):
+        lines += ["", "W3 over its floor (W3n: the same call shape awaiting 20 ms once, no resolvers)"]
+        for floor in summary["w3_floors"]:
+            lines.append(
+                f"  {floor['scenario']:<22} {floor['framework']:<9} W3 p50 {floor['w3_p50_ms']:6.2f} ms"
+                f"  W3n p50 {floor['w3n_p50_ms']:6.2f} ms  W3/W3n {floor['w3_over_w3n']:.3f}"
+            )
     lines += ["", "Targets (ours against the official SDK, same run)"]
     for target in summary["targets"]:
         verdict = "met " if target["met"] else "MISS"

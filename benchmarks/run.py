@@ -53,11 +53,11 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("memory", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("memory", "auto", ("W1", "W2", "W3", "W3n", "W4")),
     Scenario("memory", "legacy", ("W1", "W4")),
-    Scenario("stdio", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("stdio", "auto", ("W1", "W2", "W3", "W3n", "W4")),
     Scenario("stdio", "legacy", ("W1", "W4")),
-    Scenario("http", "auto", ("W1", "W2", "W3", "W4")),
+    Scenario("http", "auto", ("W1", "W2", "W3", "W3n", "W4")),
     Scenario("http", "legacy", ("W1", "W4")),
     Scenario("http", "auto", ("W1", "W2"), clients=16, processes=2),
 )
@@ -75,14 +75,14 @@ class Sizes:
 
     @classmethod
     def full(cls) -> Sizes:
-        fast = {"W1": 1000, "W2": 1000, "W3": 30, "W4": 100}
-        return cls(
-            {"memory": fast, "stdio": fast, "http": {"W1": 300, "W2": 300, "W3": 30, "W4": 50}}, 5, 3, 5, 1000
-        )
+        # Server CPU comes from /proc in 10 ms ticks: a phase needs well over a hundred of them.
+        fast = {"W1": 1000, "W2": 1000, "W3": 30, "W3n": 30, "W4": 100}
+        http = {"W1": 1000, "W2": 1000, "W3": 30, "W3n": 30, "W4": 150}
+        return cls({"memory": fast, "stdio": fast, "http": http}, 5, 3, 5, 1000)
 
     @classmethod
     def quick(cls) -> Sizes:
-        few = {"W1": 5, "W2": 5, "W3": 2, "W4": 2}
+        few = {"W1": 5, "W2": 5, "W3": 2, "W3n": 2, "W4": 2}
         return cls({"memory": few, "stdio": few, "http": few}, 1, 1, 1, 20)
 
     def phase_calls(self, scenario: Scenario, workload: str) -> int:

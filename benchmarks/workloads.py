@@ -40,6 +40,12 @@ async def w3_fan_out(client: Any) -> None:
         raise WrongAnswer(f"fan_out: {text}")
 
 
+async def w3_nap(client: Any) -> None:
+    text = _text(await client.call_tool("nap", {"x": 7}))
+    if text not in ("7", '{"result":7}'):
+        raise WrongAnswer(f"nap: {text}")
+
+
 async def w4_refund(client: Any) -> None:
     result = await client.call_tool("refund_order", {"order_id": "ORD-7002", "reason": "wrong size"})
     _text(result)
@@ -64,5 +70,6 @@ WORKLOADS = {
     "W1": Workload("W1", "echo(text)", w1_echo),
     "W2": Workload("W2", "order_book: 2-level resolver DAG", w2_order_book),
     "W3": Workload("W3", "fan_out: 4 resolvers x 20 ms", w3_fan_out),
+    "W3n": Workload("W3n", "nap: one 20 ms await in the body, no resolvers (W3's floor)", w3_nap),
     "W4": Workload("W4", "refund ORD-7002, 2 questions", w4_refund, asks=True),
 }

@@ -83,6 +83,13 @@ async def fan_out(
     return a + b + c + d
 
 
+# -- W3 floor: one 20 ms await in the body, no resolvers (what the transport and machine add) -
+@mcp.tool
+async def nap(x: int) -> int:
+    await asyncio.sleep(FAN_OUT_DELAY)
+    return x
+
+
 # -- W4: the refund desk, asking in the body (handshake era only) ----------------------------
 class Scope(BaseModel):
     full: bool = Field(description="Refund the whole order? Say no to refund a single item.")

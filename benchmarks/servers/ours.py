@@ -74,6 +74,13 @@ async def fan_out(
     return a + b + c + d
 
 
+# -- W3 floor: one 20 ms await in the body, no resolvers (what the transport and machine add) -
+@mcp.tool()
+async def nap(x: int) -> int:
+    await asyncio.sleep(FAN_OUT_DELAY)
+    return x
+
+
 # -- W4: the refund desk (examples/refund_desk/server.py) -----------------------------------
 class Order(BaseModel):
     order_id: str

@@ -58,7 +58,7 @@ SendNotification = Callable[[str, dict[str, Any]], Awaitable[None]]
 SendRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestScope:
     """What the protocol layer knows about one request; the Context reads from it."""
 

@@ -125,7 +125,8 @@ class StreamableHTTPEndpoint:
         headers = _header_dict(scope["headers"])
         refused = self._screen(headers)
         if refused is None:
-            await self.lifespan.ensure()
+            if not self.lifespan.running:
+                await self.lifespan.ensure()
             method = scope["method"]
             if method == "POST":
                 await self._post(scope, headers, receive, send)

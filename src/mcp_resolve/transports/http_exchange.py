@@ -16,9 +16,9 @@ and questions it is still waiting on are failed (nobody is left to answer them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -38,6 +38,7 @@ SSE_HEADERS = [
 ]
 _PING = b": ping\n\n"
 _UNDECIDED, _JSON, _STREAM = "undecided", "json", "stream"
+_NO_SCOPE = contextlib.nullcontext()
 
 
 def sse_event(message: dict[str, Any]) -> bytes:
@@ -59,7 +60,6 @@ def _is_response(message: dict[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
 
-@dataclass
 class Exchange:
     """Runs one request and streams whatever it emits to the client of one POST.
 
@@ -72,21 +72,50 @@ class Exchange:
     complete and ends by itself).
     """
 
-    json_ok: bool
-    sse_ok: bool
-    ping_interval: float
-    cancel_on_disconnect: bool
-    status_of: Callable[[dict[str, Any]], int] = lambda _message: 200
-    headers_of: Callable[[dict[str, Any] | None], dict[str, str]] = lambda _message: {}
-    on_disconnect: Callable[[list[Any]], None] = lambda _asked: None
-    gone: bool = False
-    asked: list[Any] = field(default_factory=list)
-    _send: Send | None = None
-    _mode: str = _UNDECIDED
-    _answered: bool = False  # the response's last write has begun: a disconnect now cancels nothing
-    _guarding: bool = True
-    _quiet_since: float = 0.0
-    _lock: anyio.Lock | None = None  # serialises stream writes between the work and the guard's pings
+    __slots__ = (
+        "_answered",
+        "_guarding",
+        "_lock",
+        "_mode",
+        "_quiet_since",
+        "_send",
+        "asked",
+        "cancel_on_disconnect",
+        "gone",
+        "headers_of",
+        "json_ok",
+        "on_disconnect",
+        "ping_interval",
+        "sse_ok",
+        "status_of",
+    )
+
+    def __init__(
+        self,
+        json_ok: bool,
+        sse_ok: bool,
+        ping_interval: float,
+        cancel_on_disconnect: bool,
+        *,
+        status_of: Callable[[dict[str, Any]], int] | None = None,
+    ) -> None:
+        self.json_ok, self.sse_ok = json_ok, sse_ok
+        self.ping_interval = ping_interval
+        self.cancel_on_disconnect = cancel_on_disconnect
+        self.status_of = status_of
+        """The HTTP status of a JSON answer (None: 200)."""
+        self.headers_of: Callable[[dict[str, Any] | None], dict[str, str]] | None = None
+        """Extra response headers, given the first message sent (None: none)."""
+        self.on_disconnect: Callable[[list[Any]], None] | None = None
+        """Told the ids of the questions still open when the client leaves."""
+        self.gone = False
+        self.asked: list[Any] = []
+        self._send: Send | None = None
+        self._mode = _UNDECIDED
+        self._answered = False  # the response's last write has begun: a disconnect now cancels nothing
+        self._guarding = True
+        self._quiet_since = 0.0
+        self._lock: anyio.Lock | None = None  # serialises stream writes between the work and the guard's pings
 
     async def sink(self, message: dict[str, Any]) -> None:
         """Where the request's connection sends everything meant for this client."""
@@ -125,7 +154,8 @@ class Exchange:
         # never pauses. anyio's task group and task handle would cost more per request than
         # everything else this module does for a JSON answer.
         guard: asyncio.Task[None] | None = None
-        with _asyncio_cancel_scope()() as scope:
+        # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
+        with _asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
 
             def start_guard() -> None:
                 nonlocal guard
@@ -160,7 +190,7 @@ class Exchange:
             if self._guarding:
                 group.cancel_scope.cancel()
 
-    async def _guard(self, receive: Receive, scope: anyio.CancelScope) -> None:
+    async def _guard(self, receive: Receive, scope: anyio.CancelScope | None) -> None:
         """Until the client leaves: a ping after every `ping_interval` of silence on a stream that may get one."""
         if self._answered:  # first scheduled after the whole answer was written: nothing left to guard
             self._guarding = False
@@ -183,22 +213,20 @@ class Exchange:
         if self._answered:  # ASGI reports the end of a completed response as a disconnect too
             return
         self.gone = True
-        self.on_disconnect(self.asked)
-        if self.cancel_on_disconnect:
+        if self.on_disconnect is not None:
+            self.on_disconnect(self.asked)
+        if self.cancel_on_disconnect and scope is not None:
             scope.cancel()
 
     async def _answer_json(self, message: dict[str, Any]) -> None:
         self._mode, self._answered = _JSON, True
         body = encode(message)
         # A known length spares the chunked framing: one write fewer per response on uvicorn.
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode("ascii")),
-            *self._extra(message),
-        ]
-        await self._write(
-            {"type": "http.response.start", "status": self.status_of(message), "headers": headers}
-        )
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        if self.headers_of is not None:
+            headers += self._extra(message)
+        status = 200 if self.status_of is None else self.status_of(message)
+        await self._write({"type": "http.response.start", "status": status, "headers": headers})
         await self._write({"type": "http.response.body", "body": body})
 
     async def _open_stream(self, first: dict[str, Any] | None) -> None:
@@ -242,6 +270,8 @@ class Exchange:
             await self._write({"type": "http.response.body", "body": b""})
 
     def _extra(self, first: dict[str, Any] | None) -> list[tuple[bytes, bytes]]:
+        if self.headers_of is None:
+            return []
         return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in self.headers_of(first).items()]
 
     async def _write(self, message: dict[str, Any]) -> None:
