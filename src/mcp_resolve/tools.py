@@ -90,6 +90,10 @@ def _is_object_type(annotation: Any) -> bool:
     return get_origin(annotation) is dict
 
 
+_VERBATIM = (str, int, bool)
+"""Return types whose values (of exactly that type) are already JSON."""
+
+
 class _Output:
     """How a typed return becomes `structuredContent`, decided once at registration."""
 
@@ -101,8 +105,11 @@ class _Output:
         else:
             self.schema = TypeAdapter(annotation).json_schema(mode="serialization")
         self.adapter: TypeAdapter[Any] = TypeAdapter(annotation)
+        self._verbatim = annotation if annotation in _VERBATIM else None
 
     def structured(self, value: Any) -> Any:
+        if type(value) is self._verbatim:  # a str, int or bool is its own JSON form: no serializer needed
+            return {"result": value}
         dumped = self.adapter.dump_python(value, mode="json")
         return {"result": dumped} if self.wrap else dumped
 

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IncomingRequest:
     id: int | str
     method: str
@@ -35,13 +35,13 @@ class IncomingRequest:
     """The transport's headers for this one request (HTTP); None to use the connection's."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IncomingNotification:
     method: str
     params: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IncomingResponse:
     id: int | str
     result: dict[str, Any] | None

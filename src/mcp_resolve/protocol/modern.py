@@ -65,7 +65,7 @@ CACHEABLE_METHODS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Envelope:
     protocol_version: str
     client_capabilities: dict[str, Any]
