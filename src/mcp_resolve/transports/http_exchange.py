@@ -115,7 +115,8 @@ class Exchange:
         self._answered = False  # the response's last write has begun: a disconnect now cancels nothing
         self._guarding = True
         self._quiet_since = 0.0
-        self._lock: anyio.Lock | None = None  # serialises stream writes between the work and the guard's pings
+        # Serialises stream writes between the work and the guard's pings (made when a stream opens).
+        self._lock: anyio.Lock | None = None
 
     async def sink(self, message: dict[str, Any]) -> None:
         """Where the request's connection sends everything meant for this client."""

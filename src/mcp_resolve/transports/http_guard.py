@@ -166,10 +166,13 @@ async def read_body(receive: Receive, limit: int, content_length: str | None) ->
         declared = None
     if declared is not None and declared > ceiling:
         return None
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):  # all in one message
+        whole: bytes = message.get("body", b"")
+        return whole if len(whole) <= limit else None
     chunks: list[bytes] | None = []
     size = 0
     while True:
-        message = await receive()
         if message["type"] == "http.disconnect":
             raise ClientGone
         body = message.get("body", b"")
@@ -180,6 +183,7 @@ async def read_body(receive: Receive, limit: int, content_length: str | None) ->
                 chunks = None
         if not message.get("more_body", False) or size > ceiling:
             break
+        message = await receive()
     return None if chunks is None else b"".join(chunks)
 
 
