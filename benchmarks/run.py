@@ -314,6 +314,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--transports", nargs="+", choices=["memory", "stdio", "http"], default=["memory", "stdio", "http"]
     )
+    parser.add_argument(
+        "--http-stack",
+        choices=["auto", "h11"],
+        default="auto",
+        help="uvicorn's choice for every HTTP server: auto (httptools on uvloop, as installed) or h11 on asyncio",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON result")
     return parser.parse_args(argv)
 
@@ -325,6 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # servers and import timings use bytecode caches, as deployed
     for name in ("httpx", "httpx2", "mcp.client"):  # the client's chatter costs every framework's runs alike
         logging.getLogger(name).setLevel(logging.WARNING)
+    if args.http_stack == "h11":
+        os.environ["BENCH_HTTP_STACK"] = "h11"  # read by every server process (servers/_common.py)
     sizes = Sizes.quick() if args.quick else Sizes.full()
     if args.reps:
         sizes = Sizes(sizes.calls, sizes.warmup, args.reps, sizes.import_reps, sizes.many_tools)
@@ -341,6 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cpus, load {os.getloadavg()[0]:.2f}",
         "frameworks": {f.name: f.import_line for f in frameworks},
+        "http_stack": args.http_stack,
     }
     summary = report.summarise(results)
     results["summary"] = summary

@@ -35,6 +35,11 @@ def serve_from_argv(run_stdio: Callable[[], None], http_app: Callable[[], Any]) 
     if args[0] == "http":
         import uvicorn
 
-        uvicorn.run(http_app(), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False)
+        # uvicorn picks httptools and uvloop when installed (mcp-resolve installs both); `run.py
+        # --http-stack h11` asks every server for the pure-Python parser on the stdlib loop instead.
+        stack = {"http": "h11", "loop": "asyncio"} if os.environ.get("BENCH_HTTP_STACK") == "h11" else {}
+        uvicorn.run(
+            http_app(), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False, **stack
+        )
     else:
         run_stdio()
