@@ -44,7 +44,7 @@ def test_every_framework_answers_every_workload_in_memory_and_over_stdio(tmp_pat
     measured = rows(results)
     for transport in ("memory", "stdio"):
         for framework in ("ours", "official", "fastmcp"):
-            for workload in ("W1", "W2", "W3"):
+            for workload in ("W1", "W2", "W3", "W3n"):
                 assert (f"{transport} 2026-07-28", workload, framework) in measured
             # FastMCP asks only from a tool body, which it allows on the handshake era alone.
             assert ((f"{transport} 2026-07-28", "W4", framework) in measured) is (framework != "fastmcp")
@@ -61,10 +61,18 @@ def test_every_framework_answers_every_workload_in_memory_and_over_stdio(tmp_pat
     assert results["register_many"]["tools"] == 20
     assert "Targets (ours against the official SDK, same run)" in table
     assert "memory 2026-07-28" in table and "stdio handshake" in table
+    # W3 against its floor (one 20 ms await, no resolvers), for every framework on every transport.
+    floors = {(f["scenario"], f["framework"]) for f in results["summary"]["w3_floors"]}
+    assert floors == {
+        (f"{t} 2026-07-28", f) for t in ("memory", "stdio") for f in ("ours", "official", "fastmcp")
+    }
+    assert "W3 over its floor" in table
 
 
-def test_http_with_one_and_with_sixteen_clients(tmp_path: Path) -> None:
-    results, _table = run_quick(tmp_path, "--transports", "http", "--frameworks", "ours", "official")
+def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
+    args = ("--transports", "http", "--frameworks", "ours", "official", "--http-stack", "h11")
+    results, _table = run_quick(tmp_path, *args)
+    assert results["meta"]["http_stack"] == "h11"
     measured = rows(results)
     for framework in ("ours", "official"):
         assert measured[("http 2026-07-28", "W4", framework)]["rounds"] == 3

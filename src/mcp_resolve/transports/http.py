@@ -46,7 +46,7 @@ class StreamableHTTPApp(Starlette):
     """A Starlette app with one route, the MCP endpoint, which requests for it reach directly.
 
     Starlette's error and exception middleware and its router cost a request
-    more than a fifth of what serving a plain JSON answer costs, and add nothing
+    more than a tenth of what serving a plain JSON answer costs, and add nothing
     for this endpoint (it raises no HTTPException, and the ASGI server answers
     500 to an error just as ServerErrorMiddleware would). Anything else (other
     paths, a root_path, middleware or exception handlers added by the user, the
