@@ -223,9 +223,11 @@ class Exchange:
         self._mode, self._answered = _JSON, True
         body = encode(message)
         # A known length spares the chunked framing: one write fewer per response on uvicorn.
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-        if self.headers_of is not None:
-            headers += self._extra(message)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            *self._extra(message),
+        ]
         status = 200 if self.status_of is None else self.status_of(message)
         await self._write({"type": "http.response.start", "status": status, "headers": headers})
         await self._write({"type": "http.response.body", "body": body})
