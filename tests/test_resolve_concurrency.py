@@ -13,9 +13,20 @@ from mcp_types import ElicitRequestFormParams
 from pydantic import BaseModel
 
 from mcp_resolve import Client, Elicit, MCPServer, Resolve, ToolError
+from mcp_resolve.resolve import run as engine
+from mcp_resolve.resolve.tasks import _GroupTaskSet
 from mcp_resolve.transports.memory import connect_in_memory
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True, params=["asyncio tasks", "anyio task group"])
+def task_set(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on both task sets: plain asyncio tasks, and the task group trio gets."""
+    if request.param == "anyio task group":
+        monkeypatch.setattr(engine, "open_task_set", _GroupTaskSet)
+    return str(request.param)
+
 
 MODES = ["2026-07-28", "legacy"]
 DEADLINE = 10  # seconds; only reached when the engine is broken

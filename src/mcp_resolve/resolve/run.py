@@ -19,7 +19,6 @@ then asks the questioner to turn the open questions into an
 
 from __future__ import annotations
 
-import math
 from collections.abc import Hashable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 from mcp_types import InputRequiredResult
 
 from ..elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
@@ -35,6 +33,7 @@ from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .markers import Elicit, ListRoots, Sample
 from .plan import ResolvedParameters, ResolverPlan
 from .questions import Question, has_capability, parse_answer, render_question, required_capability
+from .tasks import open_task_set
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -160,20 +159,15 @@ class _CallRun:
         self, steps: list[_Step], ready: list[tuple[ResolverPlan, dict[str, Any]]]
     ) -> None:
         """Run every startable resolver as its own task, starting newly unblocked ones as results arrive."""
-        send, receive = anyio.create_memory_object_stream[tuple[Hashable, str, Any]](math.inf)
-        running = 0
-        async with anyio.create_task_group() as group, send, receive:
+        async with open_task_set() as tasks:
             while True:
                 for plan, inputs in ready:
                     scope = anyio.CancelScope()
                     self.scopes[plan.key] = scope
-                    group.start_soon(self._run_resolver, plan, inputs, scope, send)
-                    running += 1
-                if running == 0:
+                    tasks.start(scope, self._run_resolver, plan, inputs, scope)
+                if not tasks.running:
                     break
-                key, status, value = await receive.receive()
-                running -= 1
-                self._settle(key, status, value)
+                self._settle(*await tasks.next_result())
                 ready = self._startable(steps)
 
     def _startable(self, steps: list[_Step]) -> list[tuple[ResolverPlan, dict[str, Any]]]:
@@ -255,16 +249,12 @@ class _CallRun:
         return inputs
 
     async def _run_resolver(
-        self,
-        plan: ResolverPlan,
-        inputs: dict[str, Any],
-        scope: anyio.CancelScope,
-        send: MemoryObjectSendStream[tuple[Hashable, str, Any]],
-    ) -> None:
+        self, plan: ResolverPlan, inputs: dict[str, Any], scope: anyio.CancelScope
+    ) -> tuple[Hashable, str, Any]:
         status, value = "cancelled", None
         with scope:
             status, value = await self._attempt(plan, inputs)
-        send.send_nowait((plan.key, status, value))
+        return plan.key, status, value
 
     async def _attempt(self, plan: ResolverPlan, inputs: dict[str, Any]) -> tuple[str, Any]:
         """Run one resolver to its outcome: ("ok", value), ("pending", (wire key, question)) or ("error", exc)."""

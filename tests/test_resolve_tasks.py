@@ -1,0 +1,70 @@
+"""The two task sets the resolver engine runs concurrent resolvers on: plain asyncio tasks, anyio's task group."""
+
+import asyncio
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_resolve.resolve.tasks import _AsyncioTaskSet, _GroupTaskSet
+
+pytestmark = pytest.mark.anyio
+
+DEADLINE = 10  # seconds; only reached when a task set is broken
+TASK_SETS = [lambda: _AsyncioTaskSet(asyncio.get_running_loop()), _GroupTaskSet]
+
+
+@pytest.mark.parametrize("make", TASK_SETS, ids=["asyncio tasks", "anyio task group"])
+async def test_a_cancelled_task_set_cancels_its_tasks_but_not_their_shielded_sections(make: Any) -> None:
+    ended: list[str] = []
+    shielded_entered = anyio.Event()
+
+    async def plain(scope: anyio.CancelScope) -> str:
+        with scope:
+            try:
+                await anyio.sleep_forever()
+            finally:
+                ended.append("plain")
+        return "plain, cancelled"
+
+    async def shielded(scope: anyio.CancelScope) -> str:
+        with scope:
+            with anyio.CancelScope(shield=True):
+                shielded_entered.set()
+                await anyio.sleep(0.05)
+                ended.append("shielded section done")
+            await anyio.sleep_forever()
+        return "cancelled after its shield"
+
+    with anyio.fail_after(DEADLINE):
+        with anyio.CancelScope() as outer:
+            async with make() as tasks:
+                scope = anyio.CancelScope()
+                tasks.start(scope, plain, scope)
+                inner = anyio.CancelScope()
+                tasks.start(inner, shielded, inner)
+                await shielded_entered.wait()
+                outer.cancel()
+                await tasks.next_result()
+    assert sorted(ended) == ["plain", "shielded section done"]
+
+
+@pytest.mark.parametrize("make", TASK_SETS, ids=["asyncio tasks", "anyio task group"])
+async def test_a_task_set_hands_results_over_in_the_order_they_finish(make: Any) -> None:
+    release = anyio.Event()
+
+    async def slow() -> str:
+        await release.wait()
+        return "slow"
+
+    async def fast() -> str:
+        release.set()
+        return "fast"
+
+    with anyio.fail_after(DEADLINE):
+        async with make() as tasks:
+            tasks.start(anyio.CancelScope(), slow)
+            tasks.start(anyio.CancelScope(), fast)
+            assert tasks.running == 2
+            assert [await tasks.next_result(), await tasks.next_result()] == ["fast", "slow"]
+            assert tasks.running == 0
