@@ -71,6 +71,8 @@ else:
 """The full outcome of a question: annotate a consumer with it to branch on decline/cancel."""
 
 _OUTCOME_CLASSES = (DeclinedElicitation, CancelledElicitation)
+ACCEPTED_ANY = AcceptedElicitation[Any]
+"""Built once: subscripting a generic model costs microseconds per call even when pydantic has it cached."""
 _PRIMITIVE_TYPES = {"string", "number", "integer", "boolean"}
 _STRING_FORMATS = {"email", "uri", "date", "date-time"}
 _SCHEMA_CACHE: dict[type[BaseModel], dict[str, Any]] = {}
@@ -196,4 +198,4 @@ def outcome_from_answer(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
         )
         raise ValueError(f"answer does not match {model.__name__}: {problems}") from None
-    return AcceptedElicitation[Any](data=data)
+    return ACCEPTED_ANY(data=data)

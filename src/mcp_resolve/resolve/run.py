@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from mcp_types import InputRequiredResult
 
-from ..elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation
+from ..elicitation import ACCEPTED_ANY, AcceptedElicitation, CancelledElicitation, DeclinedElicitation
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .markers import Elicit, ListRoots, Sample
 from .plan import ResolvedParameters, ResolverPlan
@@ -101,7 +101,7 @@ def _consumer_value(parameter: str, outcome: Any, wants_union: bool) -> Any:
         raise ToolError(
             f"Resolver for parameter '{parameter}' could not resolve: elicitation was {outcome.action}"
         )
-    return AcceptedElicitation[Any](data=outcome) if wants_union else outcome
+    return ACCEPTED_ANY(data=outcome) if wants_union else outcome
 
 
 class _CallRun:
@@ -124,24 +124,26 @@ class _CallRun:
         """Resolver -> (wire key, question) of the questions still open this round."""
         self.wire_keys: dict[str, Hashable] = {}
         self.blocked: set[Hashable] = set()
-        self.started: set[Hashable] = set()
         self.scopes: dict[Hashable, anyio.CancelScope] = {}
         self.failure: tuple[int, BaseException] | None = None
         self.injected: dict[str, Any] = {}
-        self.position: dict[int, int] = {}
-        """id(step) -> its index in the one-after-another order."""
+        self.steps: list[_Step] = []
+        self.remaining: list[tuple[int, _Step]] = []
+        """The steps neither applied nor started yet, with their index in the one-after-another order."""
+        self._position: dict[int, int] | None = None
 
     async def execute(self, steps: list[_Step]) -> dict[str, Any] | InputRequiredResult:
-        self.position = {id(step): index for index, step in enumerate(steps)}
-        ready = self._startable(steps)
+        self.steps = steps
+        self.remaining = list(enumerate(steps))
+        ready = self._startable()
         # While exactly one resolver can run and none is running, there is nothing to overlap it
-        # with: await it here instead of paying for a task group, a task and a channel.
+        # with: await it here instead of paying for a task and its bookkeeping.
         while len(ready) == 1:
             plan, inputs = ready[0]
             self._settle(plan.key, *await self._attempt(plan, inputs))
-            ready = self._startable(steps)
+            ready = self._startable()
         if ready:
-            await self._run_concurrently(steps, ready)
+            await self._run_concurrently(ready)
         if self.failure is not None:
             failed_at, error = self.failure
             # A question earlier in the order comes first in a one-after-another run, and its answer
@@ -155,9 +157,7 @@ class _CallRun:
             return self.questioner.input_required(dict(pending for _key, pending in ordered))
         return self.injected
 
-    async def _run_concurrently(
-        self, steps: list[_Step], ready: list[tuple[ResolverPlan, dict[str, Any]]]
-    ) -> None:
+    async def _run_concurrently(self, ready: list[tuple[ResolverPlan, dict[str, Any]]]) -> None:
         """Run every startable resolver as its own task, starting newly unblocked ones as results arrive."""
         async with open_task_set() as tasks:
             while True:
@@ -168,31 +168,39 @@ class _CallRun:
                 if not tasks.running:
                     break
                 self._settle(*await tasks.next_result())
-                ready = self._startable(steps)
+                ready = self._startable()
 
-    def _startable(self, steps: list[_Step]) -> list[tuple[ResolverPlan, dict[str, Any]]]:
-        """Apply the unwraps that can be applied now; return the resolvers that can start, marked started."""
+    def _startable(self) -> list[tuple[ResolverPlan, dict[str, Any]]]:
+        """Apply the unwraps that can be applied now; return the resolvers that can start, marked started.
+
+        Applied, started and blocked steps leave `remaining`, so each pass looks only at what is left.
+        """
         ready: list[tuple[ResolverPlan, dict[str, Any]]] = []
-        for index, step in enumerate(steps):
+        remaining: list[tuple[int, _Step]] = []
+        for index, step in self.remaining:
             if self.failure is not None and index > self.failure[0]:
                 break
             try:
                 if isinstance(step, _Unwrap):
-                    self._unwrap(step)
-                    continue
-                if step.key in self.started or step.key in self.blocked:
+                    if not self._unwrap(step):
+                        remaining.append((index, step))
                     continue
                 inputs = self._inputs_for(step)
             except ToolError as exc:
                 self._fail(index, exc)
                 continue
             if inputs is not None:
-                self.started.add(step.key)
                 ready.append((step, inputs))
+            elif step.key not in self.blocked:
+                remaining.append((index, step))
+        self.remaining = remaining
         return ready
 
     def _index(self, key: Hashable) -> int:
-        return self.position[id(self.plans[key])]
+        """The resolver's index in the one-after-another order (needed only once something fails)."""
+        if self._position is None:
+            self._position = {id(step): index for index, step in enumerate(self.steps)}
+        return self._position[id(self.plans[key])]
 
     def _settle(self, key: Hashable, status: str, value: Any) -> None:
         if status == "ok":
@@ -222,12 +230,14 @@ class _CallRun:
             )
         return wire_key
 
-    def _unwrap(self, step: _Unwrap) -> None:
-        if step.parameter in self.injected or step.key not in self.outcomes:
-            return
+    def _unwrap(self, step: _Unwrap) -> bool:
+        """Give the tool parameter its resolver's value, once there is one; whether it has it now."""
+        if step.key not in self.outcomes:
+            return False
         self.injected[step.parameter] = _consumer_value(
             step.parameter, self.outcomes[step.key], step.wants_union
         )
+        return True
 
     def _inputs_for(self, plan: ResolverPlan) -> dict[str, Any] | None:
         """The resolver's arguments, or None while a dependency is still running or blocked.
