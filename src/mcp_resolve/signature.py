@@ -29,7 +29,7 @@ from .resolve.plan import (
     is_context_annotation,
     returns_input_required,
 )
-from .resolve.run import run_steps, sequential_steps
+from .resolve.run import has_generators, run_steps, sequential_steps
 
 __all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
 
@@ -94,6 +94,7 @@ class HandlerSignature:
     _plans: dict[Hashable, ResolverPlan] = field(default_factory=dict)
     _steps: list[Any] = field(default_factory=list)
     _plans_version: int = -1
+    _has_generators: bool = False
 
     @classmethod
     def analyse(
@@ -152,6 +153,7 @@ class HandlerSignature:
                 self.resolved_params, set(self.argument_names), overrides=self.overrides
             )
             self._steps = sequential_steps(self.resolved_params, self._plans)
+            self._has_generators = has_generators(self._plans)
             self._plans_version = self.overrides.version
         return self._plans
 
@@ -170,8 +172,13 @@ class HandlerSignature:
         """Run resolvers, then the body, then the resolvers' cleanup; returns the body's value or the round's InputRequiredResult."""
         if not self.resolved_params:
             return await self._run_body(dict(arguments), context)
+        plans = self.plans()  # first: it refreshes self._steps after a dependency_overrides change
+        if not self._has_generators:  # nothing to clean up after the body: no exit stack to pay for
+            injected = await run_steps(self._steps, plans, arguments, context)
+            if isinstance(injected, InputRequiredResult):
+                return injected
+            return await self._run_body({**arguments, **injected}, context)
         async with AsyncExitStack() as exit_stack:
-            plans = self.plans()  # first: it refreshes self._steps after a dependency_overrides change
             injected = await run_steps(self._steps, plans, arguments, context, exit_stack=exit_stack)
             if isinstance(injected, InputRequiredResult):
                 return injected

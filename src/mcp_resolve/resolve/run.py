@@ -38,7 +38,7 @@ from .tasks import open_task_set
 if TYPE_CHECKING:
     from ..context import Context
 
-__all__ = ["PENDING", "Questioner", "resolve_arguments", "run_steps", "sequential_steps"]
+__all__ = ["PENDING", "Questioner", "has_generators", "resolve_arguments", "run_steps", "sequential_steps"]
 
 PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
 """Returned by a questioner that has no answer yet (2026-07-28): ask in the next round."""
@@ -112,7 +112,7 @@ class _CallRun:
         plans: Mapping[Hashable, ResolverPlan],
         tool_args: Mapping[str, Any],
         context: Context,
-        exit_stack: AsyncExitStack,
+        exit_stack: AsyncExitStack | None,
     ) -> None:
         self.plans = plans
         self.tool_args = tool_args
@@ -277,7 +277,10 @@ class _CallRun:
         return "ok", value
 
     async def _invoke(self, plan: ResolverPlan, inputs: dict[str, Any]) -> Any:
-        value = await _call_resolver(plan, inputs, self.exit_stack)
+        if plan.kind == "async":  # the common kind, awaited here rather than through one more coroutine
+            value = await plan.fn(**inputs)
+        else:
+            value = await _call_resolver(plan, inputs, self.exit_stack)
         if not isinstance(value, (Elicit, Sample, ListRoots)):
             return value
         required = required_capability(value)
@@ -309,12 +312,14 @@ class _Pending:
     question: Question
 
 
-async def _call_resolver(plan: ResolverPlan, inputs: dict[str, Any], exit_stack: AsyncExitStack) -> Any:
+async def _call_resolver(
+    plan: ResolverPlan, inputs: dict[str, Any], exit_stack: AsyncExitStack | None
+) -> Any:
+    """Run a resolver of any kind but "async" (which `_invoke` awaits directly)."""
     fn = plan.fn
-    if plan.kind == "async":
-        return await fn(**inputs)
     if plan.kind == "sync":
         return await anyio.to_thread.run_sync(partial(fn, **inputs))
+    assert exit_stack is not None, "run_steps gives every run with a generator resolver an exit stack"
     if plan.kind == "async_generator":
         agen = fn(**inputs)
         value = await agen.__anext__()
@@ -397,8 +402,17 @@ async def run_steps(
     *,
     exit_stack: AsyncExitStack | None = None,
 ) -> dict[str, Any] | InputRequiredResult:
-    """`resolve_arguments` with the order already worked out: a registered handler computes it once."""
-    if exit_stack is not None:
+    """`resolve_arguments` with the order already worked out: a registered handler computes it once.
+
+    Without an `exit_stack`, generator resolvers are cleaned up before this returns; a run
+    with none of them needs no stack at all.
+    """
+    if exit_stack is not None or not has_generators(plans):
         return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
     async with AsyncExitStack() as own_stack:
         return await _CallRun(plans, tool_args, context, own_stack).execute(steps)
+
+
+def has_generators(plans: Mapping[Hashable, ResolverPlan]) -> bool:
+    """Whether any resolver is a generator, whose cleanup must wait for an exit stack."""
+    return any(plan.kind in ("generator", "async_generator") for plan in plans.values())
