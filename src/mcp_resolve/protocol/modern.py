@@ -156,12 +156,7 @@ class BindingOnce:
 
 
 async def open_state(
-    server: MCPServer,
-    method: str,
-    params: dict[str, Any],
-    binding_of: Callable[[], StateBinding],
-    *,
-    single_use: bool,
+    server: MCPServer, method: str, params: dict[str, Any], binding_of: Callable[[], StateBinding]
 ) -> dict[str, Any]:
     """Unseal an echoed requestState; the handler gets the plaintext. Any failure is the frozen error.
 
@@ -180,6 +175,7 @@ async def open_state(
     except InvalidRequestState as exc:
         server.log.warning("rejected requestState on %s %r: %s", method, binding.target, exc)
         raise MCPError.invalid_state() from None
+    single_use = server.is_single_use(method, params)
     if single_use and not await server.replay_store.claim(opened.state_id, opened.expires_at):
         server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
         raise MCPError.invalid_state()
@@ -214,6 +210,10 @@ def seal_state(server: MCPServer, binding_of: Callable[[], StateBinding], result
     result["requestState"] = server.request_state_security.seal(str(plaintext).encode(), binding)
 
 
+_NO_RECORD = StateRecord()
+"""A first round's record: nothing asked, nothing answered (only ever read)."""
+
+
 class BatchQuestioner:
     """Answers questions from this round's `inputResponses`, or marks them for the next round.
 
@@ -227,7 +227,11 @@ class BatchQuestioner:
     def __init__(self, params: dict[str, Any]) -> None:
         state = params.get("requestState")
         self.first_round = state is None
-        self.record = StateRecord.decode(state.encode() if isinstance(state, str) else None)
+        self.record = (
+            _NO_RECORD
+            if state is None
+            else StateRecord.decode(state.encode() if isinstance(state, str) else None)
+        )
         self.responses: dict[str, Any] = _input_responses(params)
         self.used: dict[str, tuple[str, Any]] = {}
         self.open: dict[str, str] = {}

@@ -291,9 +291,7 @@ class Connection:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
         binding_of = modern.BindingOnce(server, method, params, self.principal)
         if method in modern.MULTI_ROUND_METHODS:
-            params = await modern.open_state(
-                server, method, params, binding_of, single_use=server.is_single_use(method, params)
-            )
+            params = await modern.open_state(server, method, params, binding_of)
         scope = self._scope(
             request,
             "modern",

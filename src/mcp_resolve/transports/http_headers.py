@@ -69,9 +69,11 @@ def modern_rejection(message: IncomingRequest, headers: Mapping[str, str]) -> MC
     then the mirrored method and name headers.
     """
     meta = message.params.get("_meta")
-    required = (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY)
-    missing = [key for key in required if not isinstance(meta, dict) or key not in meta]
-    if missing or not isinstance(meta, dict):
+    if not (
+        isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta and CLIENT_CAPABILITIES_META_KEY in meta
+    ):
+        required = (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY)
+        missing = [key for key in required if not isinstance(meta, dict) or key not in meta]
         return MCPError(INVALID_PARAMS, f"Invalid params: _meta is missing {', '.join(missing)}")
     version, header = meta[PROTOCOL_VERSION_META_KEY], headers.get(PROTOCOL_VERSION_HEADER)
     if header is None:
