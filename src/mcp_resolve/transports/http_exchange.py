@@ -39,6 +39,12 @@ SSE_HEADERS = [
 _PING = b": ping\n\n"
 _UNDECIDED, _JSON, _STREAM = "undecided", "json", "stream"
 _NO_SCOPE = contextlib.nullcontext()
+GUARD_DELAY = 0.05
+"""Seconds a request may stay paused before a guard starts watching for a hang-up (and for ping time).
+
+A hang-up is thus noticed up to this much later: a 2026-07-28 call is
+cancelled, or a handshake-era call's open questions fail, that much later.
+"""
 
 
 def sse_event(message: dict[str, Any]) -> bytes:
@@ -150,11 +156,14 @@ class Exchange:
         except RuntimeError:  # another event loop (trio): a task group carries the guard
             await self._run_in_task_group(work, receive)
             return
-        # On asyncio the guard is a plain task, and it is started only once the work first pauses: a
-        # guard can do nothing while the work runs without pausing, and a plain JSON answer usually
-        # never pauses. anyio's task group and task handle would cost more per request than
-        # everything else this module does for a JSON answer.
+        # On asyncio the guard is a plain task, started only once the work has been paused for
+        # GUARD_DELAY: a guard can do nothing while the work runs, a plain JSON answer usually never
+        # pauses, and most calls that do pause answer well within that time. Such calls thus pay
+        # for a timer, not for a task, a pending receive() and a cancel scope with a deadline.
+        # anyio's task group and task handle would cost more per request than everything else this
+        # module does for a JSON answer.
         guard: asyncio.Task[None] | None = None
+        wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer
         # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
         with _asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
 
@@ -163,7 +172,14 @@ class Exchange:
                 if not self._answered:
                     guard = loop.create_task(self._guard(receive, scope))
 
-            first_pause = loop.call_soon(start_guard)
+            def first_pause() -> None:
+                nonlocal wakeup
+                if not self._answered:
+                    if self._mode is _UNDECIDED:  # the silence before a ping counts from here
+                        self._quiet_since = loop.time()
+                    wakeup = loop.call_later(min(GUARD_DELAY, self.ping_interval), start_guard)
+
+            wakeup = loop.call_soon(first_pause)
             try:
                 await work(self.sink)
                 await self._finish()
@@ -172,7 +188,7 @@ class Exchange:
                     # this is its turn to see that and end.
                     await asyncio.sleep(0)
             finally:
-                first_pause.cancel()
+                wakeup.cancel()
                 if guard is not None and not guard.done():
                     guard.cancel()
                     with anyio.CancelScope(shield=True):
@@ -181,6 +197,7 @@ class Exchange:
             raise guard.exception()  # type: ignore[misc]
 
     async def _run_in_task_group(self, work: Callable[[Sink], Awaitable[None]], receive: Receive) -> None:
+        self._quiet_since = anyio.current_time()
         async with anyio.create_task_group() as group:
             group.start_soon(self._guard, receive, group.cancel_scope)
             await work(self.sink)
@@ -196,8 +213,6 @@ class Exchange:
         if self._answered:  # first scheduled after the whole answer was written: nothing left to guard
             self._guarding = False
             return
-        if self._mode is _UNDECIDED:  # the work's first pause: the silence before a ping counts from here
-            self._quiet_since = anyio.current_time()
         try:
             while True:
                 if self.sse_ok and self._mode is not _JSON and not self._answered:
