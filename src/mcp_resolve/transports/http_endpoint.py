@@ -53,7 +53,7 @@ from .http_guard import (
     read_body,
     refusal,
 )
-from .http_headers import PROTOCOL_VERSION_HEADER, modern_rejection
+from .http_headers import RequestHeaders, modern_rejection
 from .http_lifespan import AppLifespan
 from .http_sessions import Session, Sessions
 
@@ -65,6 +65,8 @@ __all__ = ["StreamableHTTPEndpoint"]
 logger = logging.getLogger("mcp_resolve.http")
 
 SESSION_HEADER = "mcp-session-id"
+_SESSION = SESSION_HEADER.encode()
+_VERSION = b"mcp-protocol-version"
 _ERROR_STATUS = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
@@ -88,20 +90,6 @@ def _carries_modern_meta(message: Incoming) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
-def _header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """The request headers, decoded once: the first of repeated names wins, as with Starlette's `Headers.get`.
-
-    Every later check reads this dict instead of scanning and decoding the raw
-    list again, and a 2026-07-28 request's `Connection` gets it as is.
-    """
-    headers = {key.decode("latin-1"): value.decode("latin-1") for key, value in raw}
-    if len(headers) < len(raw):  # a repeated name: the comprehension kept its last value
-        headers = {}
-        for key, value in raw:
-            headers.setdefault(key.decode("latin-1"), value.decode("latin-1"))
-    return headers
-
-
 def _fail_questions(connection: Connection, asked: list[Any]) -> None:
     """Release a handshake call waiting on answers that can no longer come (its stream is gone)."""
     for request_id in asked:
@@ -122,7 +110,7 @@ class StreamableHTTPEndpoint:
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _header_dict(scope["headers"])
+        headers = RequestHeaders(scope["headers"])
         refused = self._screen(headers)
         if refused is None:
             if not self.lifespan.running:
@@ -142,14 +130,15 @@ class StreamableHTTPEndpoint:
             )
         await refused(scope, receive, send)
 
-    def _screen(self, headers: dict[str, str]) -> Response | None:
+    def _screen(self, headers: RequestHeaders) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
-        if not self.hosts.allows(headers.get("host")):
-            logger.warning("refused a request for Host %r (allowed_hosts)", headers.get("host"))
+        host = headers.value(b"host")
+        if not self.hosts.allows(host):
+            logger.warning("refused a request for Host %r (allowed_hosts)", host)
             return refusal(
                 403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
             )
-        origin = headers.get("origin")
+        origin = headers.value(b"origin")
         if origin is not None and not self.origins.allows(origin):
             logger.warning("refused a request from Origin %r (allowed_origins)", origin)
             return refusal(
@@ -169,13 +158,13 @@ class StreamableHTTPEndpoint:
             return str(user.display_name)
 
     # -- POST ------------------------------------------------------------------------------
-    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        if not is_json_content(headers.get("content-type")):
+    async def _post(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+        if not is_json_content(headers.value(b"content-type")):
             await refusal(
                 415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message as application/json"
             )(scope, receive, send)
             return
-        json_ok, sse_ok = accepted_media(headers.get("accept"))
+        json_ok, sse_ok = accepted_media(headers.value(b"accept"))
         if not (json_ok or sse_ok):
             await refusal(
                 406,
@@ -184,7 +173,7 @@ class StreamableHTTPEndpoint:
             )(scope, receive, send)
             return
         try:
-            body = await read_body(receive, self.options.max_body_bytes, headers.get("content-length"))
+            body = await read_body(receive, self.options.max_body_bytes, headers.value(b"content-length"))
         except ClientGone:
             return
         if body is None:
@@ -200,8 +189,8 @@ class StreamableHTTPEndpoint:
                 scope, receive, send
             )
             return
-        version = headers.get(PROTOCOL_VERSION_HEADER)
-        session_id = headers.get(SESSION_HEADER)
+        version = headers.value(_VERSION)
+        session_id = headers.value(_SESSION)
         modern = (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS) or (
             session_id is None and _carries_modern_meta(message)
         )
@@ -223,7 +212,7 @@ class StreamableHTTPEndpoint:
     async def _modern(
         self,
         scope: Scope,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         message: Incoming,
         exchange: Exchange,
         receive: Receive,
@@ -250,7 +239,7 @@ class StreamableHTTPEndpoint:
     async def _handshake(
         self,
         scope: Scope,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         message: Incoming,
         session_id: str | None,
         version: str | None,
@@ -296,7 +285,7 @@ class StreamableHTTPEndpoint:
 
     async def _session_request(
         self,
-        headers: dict[str, str],
+        headers: RequestHeaders,
         session: Session,
         message: IncomingRequest,
         fresh: bool,
@@ -325,10 +314,10 @@ class StreamableHTTPEndpoint:
 
     # -- GET and DELETE ----------------------------------------------------------------------
     async def _get_or_delete(
-        self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send
+        self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send
     ) -> None:
-        session_id = headers.get(SESSION_HEADER)
-        version = headers.get(PROTOCOL_VERSION_HEADER)
+        session_id = headers.value(_SESSION)
+        version = headers.value(_VERSION)
         if session_id is None:
             if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
                 refused = refusal(
@@ -350,7 +339,7 @@ class StreamableHTTPEndpoint:
         elif scope["method"] == "DELETE":
             self.sessions.close(session)
             await Response(status_code=204)(scope, receive, send)
-        elif not accepted_media(headers.get("accept"))[1]:
+        elif not accepted_media(headers.value(b"accept"))[1]:
             await refusal(406, INVALID_REQUEST, "Not Acceptable: the GET stream is text/event-stream")(
                 scope, receive, send
             )

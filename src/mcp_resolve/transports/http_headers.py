@@ -9,7 +9,7 @@ tool is known: `protocol.param_headers`, from `MCPServer`'s tools/call.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
@@ -24,6 +24,7 @@ __all__ = [
     "NAME_FIELDS",
     "NAME_HEADER",
     "PROTOCOL_VERSION_HEADER",
+    "RequestHeaders",
     "check_standard_headers",
     "modern_rejection",
 ]
@@ -31,6 +32,60 @@ __all__ = [
 PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
+
+
+class RequestHeaders(Mapping[str, str]):
+    """A request's headers as text, decoded only as far as they are read.
+
+    ASGI gives headers as a list of (lower-case name, value) byte pairs.
+    Decoding every pair up front cost a request more than all the checks
+    made on them; the endpoint reads the few it needs by byte name, and the
+    rest are decoded (latin-1) the first time a tool looks at `ctx.headers`.
+    Of repeated names the first wins, as with Starlette's `Headers.get`.
+    """
+
+    __slots__ = ("_pairs", "_raw", "_text")
+
+    def __init__(self, pairs: list[tuple[bytes, bytes]]) -> None:
+        self._pairs = pairs
+        self._raw = dict(reversed(pairs))  # reversed, so the first of repeated names is the one kept
+        self._text: dict[str, str] | None = None
+
+    def value(self, name: bytes) -> str | None:
+        """The header named `name` (lower-case bytes), or None."""
+        raw = self._raw.get(name)
+        return None if raw is None else raw.decode("latin-1")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            raw = self._raw.get(key.encode("latin-1"))
+        except UnicodeEncodeError:  # no header has such a name
+            return default
+        return default if raw is None else raw.decode("latin-1")
+
+    def _decoded(self) -> dict[str, str]:
+        if self._text is None:
+            text: dict[str, str] = {}
+            for name, value in self._pairs:
+                text.setdefault(name.decode("latin-1"), value.decode("latin-1"))
+            self._text = text
+        return self._text
+
+    def __getitem__(self, key: str) -> str:
+        return self._decoded()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._decoded()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._decoded())
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    def __repr__(self) -> str:
+        return f"RequestHeaders({self._decoded()!r})"
+
 
 NAME_FIELDS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 """The body field each name-bearing method mirrors into `Mcp-Name`."""

@@ -1,0 +1,37 @@
+"""`RequestHeaders`: the request's headers as text, decoded only as far as they are read."""
+
+from mcp_resolve.transports.http_headers import RequestHeaders
+
+PAIRS = [
+    (b"host", b"127.0.0.1:8000"),
+    (b"x-caller", b"ada"),
+    (b"x-caller", b"bo"),
+    (b"x-note", "café".encode("latin-1")),
+]
+
+
+def test_reads_by_byte_name_and_by_text_name_agree() -> None:
+    headers = RequestHeaders(PAIRS)
+    assert headers.value(b"host") == headers.get("host") == headers["host"] == "127.0.0.1:8000"
+    assert headers.value(b"absent") is None
+    assert headers.get("absent") is None
+    assert headers.get("absent", "fallback") == "fallback"
+
+
+def test_the_first_of_repeated_names_wins_everywhere() -> None:
+    headers = RequestHeaders(PAIRS)
+    assert headers.value(b"x-caller") == headers.get("x-caller") == headers["x-caller"] == "ada"
+    assert dict(headers) == {"host": "127.0.0.1:8000", "x-caller": "ada", "x-note": "café"}
+    assert len(headers) == 3
+
+
+def test_values_are_latin_1_and_a_name_outside_it_is_simply_absent() -> None:
+    headers = RequestHeaders(PAIRS)
+    assert headers["x-note"] == "café"
+    assert headers.get("x-nöte-€") is None
+    assert "x-nöte-€" not in headers
+    assert "x-note" in headers
+
+
+def test_iteration_keeps_the_order_the_client_sent() -> None:
+    assert list(RequestHeaders(PAIRS)) == ["host", "x-caller", "x-note"]
