@@ -171,9 +171,10 @@ class _CallRun:
                 ready = self._startable()
 
     def _startable(self) -> list[tuple[ResolverPlan, dict[str, Any]]]:
-        """Apply the unwraps that can be applied now; return the resolvers that can start, marked started.
+        """Apply the unwraps that can be applied now; return the resolvers that can start.
 
-        Applied, started and blocked steps leave `remaining`, so each pass looks only at what is left.
+        Applied, returned and blocked steps leave `remaining`, and so do those after a failure:
+        each pass looks only at what is left.
         """
         ready: list[tuple[ResolverPlan, dict[str, Any]]] = []
         remaining: list[tuple[int, _Step]] = []

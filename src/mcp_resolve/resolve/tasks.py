@@ -102,14 +102,12 @@ class _AsyncioTaskSet(Generic[T]):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool | None:
-        if self.running:  # left early, by an exception: nothing may outlive the block
-            unfinished = [task for task, _scope in self._started if not task.done()]
-            for task, scope in self._started:
-                if not task.done():
-                    scope.cancel()
-            if unfinished:
-                with anyio.CancelScope(shield=True):
-                    await asyncio.wait(unfinished)
+        unfinished = [(task, scope) for task, scope in self._started if not task.done()]
+        if unfinished:  # left early, by an exception: nothing may outlive the block
+            for _task, scope in unfinished:
+                scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait([task for task, _scope in unfinished])
         return None
 
 

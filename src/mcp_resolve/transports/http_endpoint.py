@@ -53,7 +53,7 @@ from .http_guard import (
     read_body,
     refusal,
 )
-from .http_headers import RequestHeaders, modern_rejection
+from .http_headers import PROTOCOL_VERSION_HEADER, RequestHeaders, modern_rejection
 from .http_lifespan import AppLifespan
 from .http_sessions import Session, Sessions
 
@@ -66,7 +66,7 @@ logger = logging.getLogger("mcp_resolve.http")
 
 SESSION_HEADER = "mcp-session-id"
 _SESSION = SESSION_HEADER.encode()
-_VERSION = b"mcp-protocol-version"
+_VERSION = PROTOCOL_VERSION_HEADER.encode()
 _ERROR_STATUS = {
     PARSE_ERROR: 400,
     INVALID_REQUEST: 400,
