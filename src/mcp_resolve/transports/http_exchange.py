@@ -70,12 +70,12 @@ class Exchange:
     """Runs one request and streams whatever it emits to the client of one POST.
 
     The work runs in the POST's own task and its sink writes straight to the
-    client; one guard task, started when the work first pauses, watches for a
-    disconnect and sends the pings. The common case (the answer is the first
-    thing the work emits) thus costs no channel, no worker task and no timer:
-    the answer is written as JSON from inside the sink, and a work that never
-    paused never gets a guard (a guard started later finds the response
-    complete and ends by itself).
+    client; one guard task, started once the work has been paused for
+    GUARD_DELAY, watches for a disconnect and sends the pings. The common case
+    (the answer is the first thing the work emits) thus costs no channel and
+    no worker task: the answer is written as JSON from inside the sink, and a
+    work that never paused, or paused only briefly, never gets a guard (a
+    guard started later finds the response complete and ends by itself).
     """
 
     __slots__ = (
