@@ -9,6 +9,7 @@ prescribes, and the result file and table came out.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -79,3 +80,38 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
         assert measured[("http handshake", "W4", framework)]["questions"] == 2
         many = measured[("http x16 2026-07-28", "W1", framework)]
         assert many["clients"] == 16 and many["peak_rss_mb"] > 0
+
+
+INSTRUCTIONS = ROOT / "benchmarks" / "instructions.py"
+
+
+@pytest.mark.parametrize("workload", ["W1", "W2", "W3n", "W4"])
+def test_the_instruction_driver_completes_every_workload(workload: str) -> None:
+    # The driver raises on a wrong answer or a refund that takes more than three rounds.
+    finished = subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), "--drive", workload, "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_callgrind_counts_the_instructions_of_a_call() -> None:
+    finished = subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), "W1"], cwd=ROOT, capture_output=True, text=True, timeout=170
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    counted = int(finished.stdout.split()[2].replace(",", ""))
+    # An echo call through the whole HTTP app: well above a bare ASGI app's ~30k, far below a million.
+    assert 100_000 < counted < 1_000_000, finished.stdout
+
+
+def test_the_instruction_counter_names_unknown_workloads() -> None:
+    finished = subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), "W9"], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert finished.returncode == 2
+    assert "unknown workload(s) ['W9']" in finished.stderr
