@@ -1,4 +1,7 @@
-"""The 2026-07-28 request-metadata headers: the mirrored protocol version, method and name.
+"""Request headers as the endpoint reads them, and the 2026-07-28 request-metadata headers.
+
+`RequestHeaders` decodes a request's headers only as far as they are read.
+The metadata headers are the mirrored protocol version, method and name.
 
 Streamable HTTP copies body fields into headers so gateways can route without
 parsing JSON. Once something routes on a header and we execute the body, the
