@@ -1,4 +1,4 @@
-"""Shared fixtures: the asyncio backend for anyio tests, and paths to the example servers."""
+"""Shared fixtures: the asyncio backend for anyio tests, paths to the example servers, a raw handshake."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -37,3 +38,17 @@ def refund_desk() -> ModuleType:
 
 
 PYTHON = sys.executable
+
+
+def initialize_request(capabilities: dict[str, Any], request_id: int = 1) -> dict[str, Any]:
+    """A handshake-era `initialize`, for tests that speak raw JSON-RPC to a server."""
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }

@@ -10,7 +10,7 @@ import pydantic_core
 import pytest
 from pydantic import BaseModel
 
-from conftest import PYTHON, REFUND_DESK
+from conftest import PYTHON, REFUND_DESK, initialize_request
 from mcp_resolve import Elicit, MCPServer, Resolve
 from mcp_resolve.transports.memory import connect_in_memory
 
@@ -58,16 +58,7 @@ async def ask() -> Elicit[Confirm]:
 
 def test_a_question_to_a_client_that_left_fails_fast() -> None:
     """Handshake era: the client asks, then closes stdin without answering; the call ends with a tool error."""
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = initialize_request({"elicitation": {}})
     call = {
         "jsonrpc": "2.0",
         "id": 2,
@@ -93,18 +84,7 @@ async def test_list_changes_reach_handshake_sessions() -> None:
         return "1"
 
     async with connect_in_memory(server) as pipe:
-        await pipe.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
+        await pipe.send(initialize_request({}))
         initialized = await pipe.receive()
         assert initialized["result"]["capabilities"]["tools"] == {"listChanged": True}
 
@@ -132,18 +112,7 @@ async def test_a_client_roots_change_reaches_the_server_hook() -> None:
         heard.set()
 
     async with connect_in_memory(server) as pipe:
-        await pipe.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"roots": {"listChanged": True}},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
+        await pipe.send(initialize_request({"roots": {"listChanged": True}}))
         await pipe.receive()
         await pipe.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
         with anyio.fail_after(10):

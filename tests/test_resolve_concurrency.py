@@ -12,6 +12,7 @@ import pytest
 from mcp_types import ElicitRequestFormParams
 from pydantic import BaseModel
 
+from conftest import initialize_request
 from mcp_resolve import Client, Elicit, MCPServer, Resolve, ToolError
 from mcp_resolve.resolve import run as engine
 from mcp_resolve.resolve.tasks import _GroupTaskSet
@@ -339,18 +340,7 @@ async def test_a_mid_call_question_abandoned_by_a_failure_is_withdrawn_from_the_
     server = abandoning_server(question_is_out)
 
     async with connect_in_memory(server) as pipe:
-        await pipe.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {"elicitation": {"form": {}}},
-                    "clientInfo": {"name": "raw", "version": "0"},
-                },
-            }
-        )
+        await pipe.send(initialize_request({"elicitation": {"form": {}}}))
         assert (await pipe.receive())["id"] == 1
         await pipe.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         await pipe.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "abandon"}})

@@ -266,3 +266,46 @@ def test_an_elicit_model_that_cannot_be_a_form_fails_at_registration() -> None:
     message = message_of(tool)
     assert ":ask_shipping (filling parameter 'ship')" in message
     assert "Shipping.address" in message and "not allowed" in message
+
+
+async def _no_notifications(method: str, params: dict[str, Any]) -> None:
+    raise AssertionError("this test sends no notifications")
+
+
+@pytest.mark.anyio
+async def test_resolve_arguments_cleans_a_generator_resolver_up_before_returning_or_with_the_given_stack() -> (
+    None
+):
+    from collections.abc import AsyncIterator
+    from contextlib import AsyncExitStack
+
+    from mcp_resolve.context import Context, RequestScope
+
+    events: list[str] = []
+
+    async def session() -> AsyncIterator[str]:
+        events.append("open")
+        yield "session"
+        events.append("close")
+
+    async def tool(s: Annotated[str, Resolve(session)]) -> str:
+        return s
+
+    resolved = find_resolved_parameters(tool)
+    plans = build_resolver_plans(resolved, set())
+    context = Context(
+        RequestScope(
+            1, "tools/call", "modern", "2026-07-28", {}, None, None, None, {}, _no_notifications, None
+        )
+    )
+
+    # Without a stack, the cleanup has run by the time the values are back.
+    assert await resolve_arguments(resolved, plans, {}, context) == {"s": "session"}
+    assert events == ["open", "close"]
+
+    # With one, it waits for the stack: the body runs between.
+    events.clear()
+    async with AsyncExitStack() as stack:
+        assert await resolve_arguments(resolved, plans, {}, context, exit_stack=stack) == {"s": "session"}
+        assert events == ["open"]
+    assert events == ["open", "close"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, nullcontext
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, get_type_hints
@@ -32,6 +32,8 @@ from .resolve.plan import (
 from .resolve.run import has_generators, run_steps, sequential_steps
 
 __all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
+
+_NO_CLEANUP: nullcontext[None] = nullcontext()
 
 
 class Overrides(dict[Any, Callable[..., Any]]):
@@ -173,12 +175,8 @@ class HandlerSignature:
         if not self.resolved_params:
             return await self._run_body(dict(arguments), context)
         plans = self.plans()  # first: it refreshes self._steps after a dependency_overrides change
-        if not self._has_generators:  # nothing to clean up after the body: no exit stack to pay for
-            injected = await run_steps(self._steps, plans, arguments, context)
-            if isinstance(injected, InputRequiredResult):
-                return injected
-            return await self._run_body({**arguments, **injected}, context)
-        async with AsyncExitStack() as exit_stack:
+        # Only generator resolvers leave cleanup for after the body; without them no stack is paid for.
+        async with AsyncExitStack() if self._has_generators else _NO_CLEANUP as exit_stack:
             injected = await run_steps(self._steps, plans, arguments, context, exit_stack=exit_stack)
             if isinstance(injected, InputRequiredResult):
                 return injected

@@ -320,7 +320,7 @@ async def _call_resolver(
     fn = plan.fn
     if plan.kind == "sync":
         return await anyio.to_thread.run_sync(partial(fn, **inputs))
-    assert exit_stack is not None, "run_steps gives every run with a generator resolver an exit stack"
+    assert exit_stack is not None, "a run with a generator resolver needs an exit stack (run_steps)"
     if plan.kind == "async_generator":
         agen = fn(**inputs)
         value = await agen.__anext__()
@@ -390,9 +390,11 @@ async def resolve_arguments(
         ToolError: If an elicited value is declined or cancelled and the
             consumer asked for the unwrapped model, or a resolver raised it.
     """
-    return await run_steps(
-        sequential_steps(resolved_params, plans), plans, tool_args, context, exit_stack=exit_stack
-    )
+    steps = sequential_steps(resolved_params, plans)
+    if exit_stack is not None or not has_generators(plans):
+        return await run_steps(steps, plans, tool_args, context, exit_stack=exit_stack)
+    async with AsyncExitStack() as own_stack:
+        return await run_steps(steps, plans, tool_args, context, exit_stack=own_stack)
 
 
 async def run_steps(
@@ -403,15 +405,11 @@ async def run_steps(
     *,
     exit_stack: AsyncExitStack | None = None,
 ) -> dict[str, Any] | InputRequiredResult:
-    """`resolve_arguments` with the order already worked out: a registered handler computes it once.
+    """`resolve_arguments` with the order and the exit stack already worked out (a registered handler does both once).
 
-    Without an `exit_stack`, generator resolvers are cleaned up before this returns; a run
-    with none of them needs no stack at all.
+    `exit_stack` takes generator resolvers' cleanup; a run with a generator resolver must have one.
     """
-    if exit_stack is not None or not has_generators(plans):
-        return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
-    async with AsyncExitStack() as own_stack:
-        return await _CallRun(plans, tool_args, context, own_stack).execute(steps)
+    return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
 
 
 def has_generators(plans: Mapping[Hashable, ResolverPlan]) -> bool:
