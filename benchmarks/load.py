@@ -3,10 +3,12 @@
 The driver runs concurrent clients in more than one process so that the
 client side (the official client spends milliseconds of CPU per HTTP call) is
 not a single GIL-bound process that caps every server at the same rate. The
-protocol on stdin/stdout: connect and warm up, print `ready`, wait for a line,
-run the calls, print one JSON line with what was measured.
+protocol on stdin/stdout: connect and warm up, print `ready`; then, for every
+line `go N`, run N calls spread over the clients and print one JSON line with
+what was measured; end at end of input. A worker thus serves every block of
+a phase whose frameworks take turns block by block.
 
-    python -m benchmarks.load URL MODE WORKLOAD CLIENTS CALLS WARMUP
+    python -m benchmarks.load URL MODE WORKLOAD CLIENTS WARMUP
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from typing import Any
 import anyio
 
 from benchmarks import harness
-from benchmarks.workloads import WORKLOADS
+from benchmarks.workloads import WORKLOADS, Workload
 
 
-async def main(url: str, mode: str, workload_key: str, clients: int, calls: int, warmup: int) -> None:
+async def main(url: str, mode: str, workload_key: str, clients: int, warmup: int) -> None:
     from mcp import Client
 
     workload = WORKLOADS[workload_key]
@@ -37,30 +39,42 @@ async def main(url: str, mode: str, workload_key: str, clients: int, calls: int,
         for client in connected:
             for _ in range(warmup):
                 await workload.call(client)
-        sent, asked = sum(t.sent["tools/call"] for t in transports), answerer.asked
         print("ready", flush=True)
-        await anyio.to_thread.run_sync(sys.stdin.readline)
-        latencies: list[float] = []
+        while command := (await anyio.to_thread.run_sync(sys.stdin.readline)).split():
+            if command[0] != "go" or len(command) != 2:
+                raise SystemExit(f"load worker: expected 'go N', got {command!r}")
+            measured = await run_block(connected, transports, answerer, workload, int(command[1]))
+            print(json.dumps(measured), flush=True)
 
-        async def run(client: Any, n: int) -> None:
-            for _ in range(n):
-                started = time.perf_counter()
-                await workload.call(client)
-                latencies.append(time.perf_counter() - started)
 
-        share, extra = divmod(calls, clients)
-        async with anyio.create_task_group() as group:
-            for index, client in enumerate(connected):
-                group.start_soon(run, client, share + (index < extra))
-        result = {
-            "protocol_version": connected[0].protocol_version,
-            "latencies": latencies,
-            "rounds_sent": sum(t.sent["tools/call"] for t in transports) - sent,
-            "asked": answerer.asked - asked,
-        }
-    print(json.dumps(result), flush=True)
+async def run_block(
+    connected: list[Any],
+    transports: list[harness.CountingTransport],
+    answerer: harness.Answerer,
+    workload: Workload,
+    calls: int,
+) -> dict[str, Any]:
+    sent, asked = sum(t.sent["tools/call"] for t in transports), answerer.asked
+    latencies: list[float] = []
+
+    async def run(client: Any, n: int) -> None:
+        for _ in range(n):
+            started = time.perf_counter()
+            await workload.call(client)
+            latencies.append(time.perf_counter() - started)
+
+    share, extra = divmod(calls, len(connected))
+    async with anyio.create_task_group() as group:
+        for index, client in enumerate(connected):
+            group.start_soon(run, client, share + (index < extra))
+    return {
+        "protocol_version": connected[0].protocol_version,
+        "latencies": latencies,
+        "rounds_sent": sum(t.sent["tools/call"] for t in transports) - sent,
+        "asked": answerer.asked - asked,
+    }
 
 
 if __name__ == "__main__":
-    url, mode, workload_key, clients, calls, warmup = sys.argv[1:7]
-    anyio.run(main, url, mode, workload_key, int(clients), int(calls), int(warmup))
+    url, mode, workload_key, clients, warmup = sys.argv[1:6]
+    anyio.run(main, url, mode, workload_key, int(clients), int(warmup))

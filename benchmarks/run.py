@@ -3,8 +3,9 @@
 Every framework's server is driven by the same client (the official `mcp`
 Client), so only the server differs. The primary figure is the server's CPU
 time per call, read from the server process; each figure is the median of the
-repetitions, and each ratio is taken within one repetition (frameworks run
-interleaved), then the median of those ratios is reported. See README.md.
+repetitions, and each ratio is taken within one repetition (the frameworks
+take turns block by block, `measure_interleaved`), then the median of those
+ratios is reported. See README.md.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,25 +66,27 @@ SCENARIOS = (
 
 @dataclass(frozen=True)
 class Sizes:
-    """Calls per measured phase (per repetition), by transport and workload."""
+    """Calls per measured phase (per repetition), by transport and workload, and the phase's turns."""
 
     calls: dict[str, dict[str, int]]
     warmup: int
     reps: int
     import_reps: int
     many_tools: int
+    blocks: int  # a phase's calls are made in this many turns per framework (see measure_interleaved)
 
     @classmethod
     def full(cls) -> Sizes:
         # Server CPU comes from /proc in 10 ms ticks: a phase needs well over a hundred of them.
+        # Over HTTP our server spends a few tenths of a millisecond per W1 call: 2,000 calls make 50-80 ticks.
         fast = {"W1": 1000, "W2": 1000, "W3": 30, "W3n": 30, "W4": 100}
-        http = {"W1": 1000, "W2": 1000, "W3": 30, "W3n": 30, "W4": 150}
-        return cls({"memory": fast, "stdio": fast, "http": http}, 5, 3, 5, 1000)
+        http = {"W1": 2000, "W2": 2000, "W3": 30, "W3n": 30, "W4": 150}
+        return cls({"memory": fast, "stdio": fast, "http": http}, 5, 3, 5, 1000, 5)
 
     @classmethod
     def quick(cls) -> Sizes:
         few = {"W1": 5, "W2": 5, "W3": 2, "W3n": 2, "W4": 2}
-        return cls({"memory": few, "stdio": few, "http": few}, 1, 1, 1, 20)
+        return cls({"memory": few, "stdio": few, "http": few}, 1, 1, 1, 20, 2)
 
     def phase_calls(self, scenario: Scenario, workload: str) -> int:
         calls = self.calls[scenario.transport][workload]
@@ -119,8 +122,8 @@ async def open_sessions(
         for framework in frameworks:
             answerer = harness.Answerer()
             if scenario.processes > 1:
-                pid, url = http_servers[framework.name]
-                sessions.append(Session(framework, [], [], answerer, pid, url=url))
+                server_pid, url = http_servers[framework.name]
+                sessions.append(Session(framework, [], [], answerer, server_pid, url=url))
                 continue
             transports: list[harness.CountingTransport] = []
             stdio = harness.StdioServer(framework, log) if scenario.transport == "stdio" else None
@@ -138,6 +141,7 @@ async def open_sessions(
                 )
                 for t in transports
             ]
+            pid: int | None
             if scenario.transport == "memory":
                 pid = None
             elif stdio is not None:
@@ -154,57 +158,87 @@ def applies(workload: Workload, scenario: Scenario, framework: Framework) -> boo
     return not (workload.asks and scenario.mode == "auto" and not framework.modern_questions)
 
 
-async def measure_in_workers(
-    session: Session, scenario: Scenario, workload: Workload, calls: int, warmup: int
-) -> dict[str, Any]:
-    """Run the phase's clients in load-worker processes; time from the go signal to the last answer."""
-    assert session.url is not None and session.pid is not None
-    share, extra = divmod(calls, scenario.processes)
-    clients = scenario.clients // scenario.processes
-    async with contextlib.AsyncExitStack() as stack:
-        workers = []
-        for index in range(scenario.processes):
-            command = [sys.executable, "-m", "benchmarks.load", session.url, scenario.mode, workload.key]
-            command += [str(clients), str(share + (index < extra)), str(warmup)]
+@dataclass
+class PhaseTotals:
+    """One framework's figures over a phase, added up block by block."""
+
+    calls: int = 0
+    cpu: float = 0.0
+    wall: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    rounds: int = 0
+    asked: int = 0
+
+    def add(self, block: PhaseTotals) -> None:
+        self.calls += block.calls
+        self.cpu += block.cpu
+        self.wall += block.wall
+        self.latencies += block.latencies
+        self.rounds += block.rounds
+        self.asked += block.asked
+
+    def summary(self, session: Session) -> dict[str, Any]:
+        latencies = sorted(self.latencies)
+        sample: dict[str, Any] = {
+            "calls": self.calls,
+            "cpu_ms_per_call": self.cpu / self.calls * 1000,
+            "calls_per_s": self.calls / self.wall,
+            "p50_ms": latencies[len(latencies) // 2] * 1000,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+            "rounds": self.rounds / self.calls,
+            "questions": self.asked / self.calls,
+        }
+        if session.pid is not None:
+            sample["peak_rss_mb"] = harness.process_memory(session.pid)[1]
+        return sample
+
+
+class LoadWorkers:
+    """A phase's clients in load-worker processes (`load.py`), kept for every block of the phase."""
+
+    def __init__(self, session: Session, scenario: Scenario, workload: Workload, warmup: int) -> None:
+        self.session, self.scenario, self.workload, self.warmup = session, scenario, workload, warmup
+        self._pipes: list[tuple[Any, BufferedByteReceiveStream]] = []
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        assert self.session.url is not None
+        clients = self.scenario.clients // self.scenario.processes
+        command = [sys.executable, "-m", "benchmarks.load", self.session.url, self.scenario.mode]
+        command += [self.workload.key, str(clients), str(self.warmup)]
+        for _ in range(self.scenario.processes):
             process = await stack.enter_async_context(
                 await anyio.open_process(command, cwd=harness.ROOT, stderr=None)
             )
             assert process.stdin is not None and process.stdout is not None
-            workers.append((process.stdin, BufferedByteReceiveStream(process.stdout)))
-        for _stdin, out in workers:
+            stack.push_async_callback(process.stdin.aclose)  # end of input: the worker disconnects and exits
+            self._pipes.append((process.stdin, BufferedByteReceiveStream(process.stdout)))
+        for _stdin, out in self._pipes:
             ready = await out.receive_until(b"\n", 1 << 20)
             if ready != b"ready":
                 raise RuntimeError(f"load worker did not start: {ready[:200]!r}")
-        cpu, wall = harness.process_cpu(session.pid), time.perf_counter()
-        for stdin, _out in workers:
-            await stdin.send(b"go\n")
-        reports = [json.loads(await out.receive_until(b"\n", 1 << 28)) for _stdin, out in workers]
-        wall, cpu = time.perf_counter() - wall, harness.process_cpu(session.pid) - cpu
-    session.protocol_version = reports[0]["protocol_version"]
-    latencies = [latency for report in reports for latency in report["latencies"]]
-    rounds, asked = sum(r["rounds_sent"] for r in reports), sum(r["asked"] for r in reports)
-    return summarise_phase(session, calls, cpu, wall, latencies, rounds, asked)
+
+    async def block(self, calls: int) -> PhaseTotals:
+        """Run `calls` calls spread over the workers; time from the go signal to the last answer."""
+        assert self.session.pid is not None
+        share, extra = divmod(calls, len(self._pipes))
+        cpu, wall = harness.process_cpu(self.session.pid), time.perf_counter()
+        for index, (stdin, _out) in enumerate(self._pipes):
+            await stdin.send(b"go %d\n" % (share + (index < extra)))
+        reports = [json.loads(await out.receive_until(b"\n", 1 << 28)) for _stdin, out in self._pipes]
+        wall, cpu = time.perf_counter() - wall, harness.process_cpu(self.session.pid) - cpu
+        self.session.protocol_version = reports[0]["protocol_version"]
+        return PhaseTotals(
+            calls,
+            cpu,
+            wall,
+            [latency for report in reports for latency in report["latencies"]],
+            sum(r["rounds_sent"] for r in reports),
+            sum(r["asked"] for r in reports),
+        )
 
 
-def summarise_phase(
-    session: Session, calls: int, cpu: float, wall: float, latencies: list[float], rounds: int, asked: int
-) -> dict[str, Any]:
-    latencies.sort()
-    sample: dict[str, Any] = {
-        "calls": calls,
-        "cpu_ms_per_call": cpu / calls * 1000,
-        "calls_per_s": calls / wall,
-        "p50_ms": latencies[len(latencies) // 2] * 1000,
-        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "rounds": rounds / calls,
-        "questions": asked / calls,
-    }
-    if session.pid is not None:
-        sample["peak_rss_mb"] = harness.process_memory(session.pid)[1]
-    return sample
-
-
-async def measure_phase(session: Session, workload: Workload, calls: int) -> dict[str, Any]:
+async def measure_block(session: Session, workload: Workload, calls: int) -> PhaseTotals:
+    """`calls` calls from the session's clients in this process (spread over them when several)."""
     latencies: list[float] = []
 
     async def worker(client: Any, n: int) -> None:
@@ -225,7 +259,39 @@ async def measure_phase(session: Session, workload: Workload, calls: int) -> dic
     wall = time.perf_counter() - wall
     cpu = harness.process_cpu(session.pid) - cpu
     rounds, asked = session.sent("tools/call") - sent, session.answerer.asked - asked
-    return summarise_phase(session, calls, cpu, wall, latencies, rounds, asked)
+    return PhaseTotals(calls, cpu, wall, latencies, rounds, asked)
+
+
+async def measure_interleaved(
+    sessions: Sequence[Session], scenario: Scenario, workload: Workload, sizes: Sizes
+) -> list[dict[str, Any]]:
+    """One phase of `workload` for every session, the frameworks taking turns block by block.
+
+    The machine's load drifts over seconds; a framework measured for a whole
+    phase while a neighbour is busy, and its rival while it is not, would carry
+    that into the ratio. In turns of a few hundred calls each, every framework
+    meets the same drift.
+    """
+    calls = sizes.phase_calls(scenario, workload.key)
+    totals = [PhaseTotals() for _ in sessions]
+    async with contextlib.AsyncExitStack() as stack:
+        workers: list[LoadWorkers | None] = []
+        for session in sessions:
+            if session.url is None:
+                workers.append(None)
+                continue
+            started = LoadWorkers(session, scenario, workload, sizes.warmup)
+            await started.start(stack)
+            workers.append(started)
+        blocks = min(sizes.blocks, calls)
+        for index in range(blocks):
+            block_calls = calls // blocks + (index < calls % blocks)
+            for session, in_workers, total in zip(sessions, workers, totals, strict=True):
+                if in_workers is not None:
+                    total.add(await in_workers.block(block_calls))
+                else:
+                    total.add(await measure_block(session, workload, block_calls))
+    return [total.summary(session) for session, total in zip(sessions, totals, strict=True)]
 
 
 async def run_scenario(
@@ -246,14 +312,9 @@ async def run_scenario(
         for rep in range(sizes.reps):
             order = sessions[rep % len(sessions) :] + sessions[: rep % len(sessions)]
             for workload in workloads:
-                for session in order:
-                    if not applies(workload, scenario, session.framework):
-                        continue
-                    calls = sizes.phase_calls(scenario, workload.key)
-                    if session.url is not None:
-                        sample = await measure_in_workers(session, scenario, workload, calls, sizes.warmup)
-                    else:
-                        sample = await measure_phase(session, workload, calls)
+                taking_part = [s for s in order if applies(workload, scenario, s.framework)]
+                samples = await measure_interleaved(taking_part, scenario, workload, sizes)
+                for session, sample in zip(taking_part, samples, strict=True):
                     session.samples.setdefault(workload.key, []).append(sample)
         return {
             "scenario": scenario.label,
@@ -335,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ["BENCH_HTTP_STACK"] = "h11"  # read by every server process (servers/_common.py)
     sizes = Sizes.quick() if args.quick else Sizes.full()
     if args.reps:
-        sizes = Sizes(sizes.calls, sizes.warmup, args.reps, sizes.import_reps, sizes.many_tools)
+        sizes = replace(sizes, reps=args.reps)
     frameworks = [FRAMEWORKS[name] for name in args.frameworks]
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

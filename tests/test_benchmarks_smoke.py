@@ -80,6 +80,10 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
         assert measured[("http handshake", "W4", framework)]["questions"] == 2
         many = measured[("http x16 2026-07-28", "W1", framework)]
         assert many["clients"] == 16 and many["peak_rss_mb"] > 0
+        assert many["rounds"] == 1  # every block's calls and requests counted, in both load workers
+    # The frameworks take turns block by block; each sample adds its blocks up to the whole phase.
+    [x16] = [s for s in results["scenarios"] if s["scenario"] == "http x16 2026-07-28"]
+    assert [sample["calls"] for sample in x16["samples"]["ours"]["W1"]] == [32]
 
 
 INSTRUCTIONS = ROOT / "benchmarks" / "instructions.py"
