@@ -79,7 +79,6 @@ class RequestScope:
     questioner: Questioner | None = None
     request_state: str | None = None
     input_responses: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class _RequestContextView:

@@ -10,7 +10,6 @@ notifications and questions.
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -63,14 +62,16 @@ class Connection:
         self.server = server
         self.headers = headers
         self.principal = principal
-        self.handshake: handshake.HandshakeState | None = None
-        self.standalone: Sink | None = None
-        """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
-        self._request_ids = itertools.count(1)
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
-        self._running = 0  # requests started by `receive` and not yet answered
-        self._idle: anyio.Event | None = None  # only while `serve` waits for the last answers
+
+    # The rest starts out the same on every connection (a 2026-07-28 POST makes one per request).
+    handshake: handshake.HandshakeState | None = None
+    standalone: Sink | None = None
+    """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
+    _last_request_id = 0  # of our own requests to the client
+    _running = 0  # requests started by `receive` and not yet answered
+    _idle: anyio.Event | None = None  # only while `serve` waits for the last answers
 
     # -- stream transports -----------------------------------------------------------------
     async def serve(
@@ -174,7 +175,7 @@ class Connection:
 
     async def send_request(self, method: str, params: dict[str, Any], sink: Sink) -> dict[str, Any]:
         """Ask the client something mid-call (handshake era) and wait for its answer."""
-        request_id = next(self._request_ids)
+        self._last_request_id = request_id = self._last_request_id + 1
         waiter = _Waiter()
         self._waiting[request_id] = waiter
         try:

@@ -48,8 +48,8 @@ from .http_guard import (
     HttpOptions,
     OriginPolicy,
     accepted_media,
-    is_json_content,
     json_response,
+    post_media,
     read_body,
     refusal,
 )
@@ -80,6 +80,8 @@ _ERROR_STATUS = {
 
 
 def _modern_status(message: dict[str, Any]) -> int:
+    if "result" in message:
+        return 200
     error = message.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     return _ERROR_STATUS.get(code, 200) if isinstance(code, int) else 200
@@ -132,9 +134,8 @@ class StreamableHTTPEndpoint:
 
     def _screen(self, headers: RequestHeaders) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
-        host = headers.value(b"host")
-        if not self.hosts.allows(host):
-            logger.warning("refused a request for Host %r (allowed_hosts)", host)
+        if not self.hosts.allows_raw(headers.raw.get(b"host")):
+            logger.warning("refused a request for Host %r (allowed_hosts)", headers.value(b"host"))
             return refusal(
                 403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
             )
@@ -159,12 +160,13 @@ class StreamableHTTPEndpoint:
 
     # -- POST ------------------------------------------------------------------------------
     async def _post(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> None:
-        if not is_json_content(headers.value(b"content-type")):
+        raw = headers.raw
+        json_body, json_ok, sse_ok = post_media(raw.get(b"content-type"), raw.get(b"accept"))
+        if not json_body:
             await refusal(
                 415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message as application/json"
             )(scope, receive, send)
             return
-        json_ok, sse_ok = accepted_media(headers.value(b"accept"))
         if not (json_ok or sse_ok):
             await refusal(
                 406,
@@ -173,7 +175,7 @@ class StreamableHTTPEndpoint:
             )(scope, receive, send)
             return
         try:
-            body = await read_body(receive, self.options.max_body_bytes, headers.value(b"content-length"))
+            body = await read_body(receive, self.options.max_body_bytes, raw.get(b"content-length"))
         except ClientGone:
             return
         if body is None:

@@ -78,23 +78,23 @@ class Exchange:
     guard started later finds the response complete and ends by itself).
     """
 
-    __slots__ = (
-        "_answered",
-        "_guarding",
-        "_lock",
-        "_mode",
-        "_quiet_since",
-        "_send",
-        "asked",
-        "cancel_on_disconnect",
-        "gone",
-        "headers_of",
-        "json_ok",
-        "on_disconnect",
-        "ping_interval",
-        "sse_ok",
-        "status_of",
-    )
+    # Defaults live on the class: a request answered at once sets only what it uses.
+    headers_of: Callable[[dict[str, Any] | None], dict[str, str]] | None = None
+    """Extra response headers, given the first message sent (None: none)."""
+    on_disconnect: Callable[[list[Any]], None] | None = None
+    """Told the ids of the questions still open when the client leaves."""
+    gone = False
+    _send: Send
+    _mode = _UNDECIDED
+    _answered = False  # the response's last write has begun: a disconnect now cancels nothing
+    _guarding = True
+    _quiet_since = 0.0
+    # Serialises stream writes between the work and the guard's pings (made when a stream opens).
+    _lock: anyio.Lock | None = None
+    _guard_task: asyncio.Task[None] | None = None
+    _wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer
+    _receive: Receive
+    _scope: anyio.CancelScope | None = None
 
     def __init__(
         self,
@@ -110,19 +110,7 @@ class Exchange:
         self.cancel_on_disconnect = cancel_on_disconnect
         self.status_of = status_of
         """The HTTP status of a JSON answer (None: 200)."""
-        self.headers_of: Callable[[dict[str, Any] | None], dict[str, str]] | None = None
-        """Extra response headers, given the first message sent (None: none)."""
-        self.on_disconnect: Callable[[list[Any]], None] | None = None
-        """Told the ids of the questions still open when the client leaves."""
-        self.gone = False
         self.asked: list[Any] = []
-        self._send: Send | None = None
-        self._mode = _UNDECIDED
-        self._answered = False  # the response's last write has begun: a disconnect now cancels nothing
-        self._guarding = True
-        self._quiet_since = 0.0
-        # Serialises stream writes between the work and the guard's pings (made when a stream opens).
-        self._lock: anyio.Lock | None = None
 
     async def sink(self, message: dict[str, Any]) -> None:
         """Where the request's connection sends everything meant for this client."""
@@ -162,39 +150,38 @@ class Exchange:
         # for a timer, not for a task, a pending receive() and a cancel scope with a deadline.
         # anyio's task group and task handle would cost more per request than everything else this
         # module does for a JSON answer.
-        guard: asyncio.Task[None] | None = None
-        wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer
+        self._receive = receive
         # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
         with _asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
-
-            def start_guard() -> None:
-                nonlocal guard
-                if not self._answered:
-                    guard = loop.create_task(self._guard(receive, scope))
-
-            def first_pause() -> None:
-                nonlocal wakeup
-                if not self._answered:
-                    if self._mode is _UNDECIDED:  # the silence before a ping counts from here
-                        self._quiet_since = loop.time()
-                    wakeup = loop.call_later(min(GUARD_DELAY, self.ping_interval), start_guard)
-
-            wakeup = loop.call_soon(first_pause)
+            self._scope = scope
+            self._wakeup = loop.call_soon(self._first_pause, loop)
             try:
                 await work(self.sink)
                 await self._finish()
+                guard = self._guard_task
                 if guard is not None and not guard.done():
                     # The server wakes the guard's pending receive() once the response is complete:
                     # this is its turn to see that and end.
                     await asyncio.sleep(0)
             finally:
-                wakeup.cancel()
+                self._wakeup.cancel()
+                guard = self._guard_task
                 if guard is not None and not guard.done():
                     guard.cancel()
                     with anyio.CancelScope(shield=True):
                         await asyncio.wait((guard,))
         if guard is not None and not guard.cancelled() and guard.exception() is not None:
             raise guard.exception()  # type: ignore[misc]
+
+    def _first_pause(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._answered:
+            if self._mode is _UNDECIDED:  # the silence before a ping counts from here
+                self._quiet_since = loop.time()
+            self._wakeup = loop.call_later(min(GUARD_DELAY, self.ping_interval), self._start_guard, loop)
+
+    def _start_guard(self, loop: asyncio.AbstractEventLoop) -> None:
+        if not self._answered:
+            self._guard_task = loop.create_task(self._guard(self._receive, self._scope))
 
     async def _run_in_task_group(self, work: Callable[[Sink], Awaitable[None]], receive: Receive) -> None:
         self._quiet_since = anyio.current_time()
@@ -238,14 +225,17 @@ class Exchange:
         self._mode, self._answered = _JSON, True
         body = encode(message)
         # A known length spares the chunked framing: one write fewer per response on uvicorn.
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", b"%d" % len(body)),
-            *self._extra(message),
-        ]
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+        if self.headers_of is not None:
+            headers += self._extra(message)
         status = 200 if self.status_of is None else self.status_of(message)
-        await self._write({"type": "http.response.start", "status": status, "headers": headers})
-        await self._write({"type": "http.response.body", "body": body})
+        if self.gone:
+            return
+        try:
+            await self._send({"type": "http.response.start", "status": status, "headers": headers})
+            await self._send({"type": "http.response.body", "body": body})
+        except OSError:  # as in _write
+            self.gone = True
 
     async def _open_stream(self, first: dict[str, Any] | None) -> None:
         """Commit to SSE with `first` as the opening event (None: a ping, after a silence)."""
@@ -295,7 +285,6 @@ class Exchange:
     async def _write(self, message: dict[str, Any]) -> None:
         if self.gone:
             return
-        assert self._send is not None
         try:
             await self._send(message)
         except OSError:  # servers other than uvicorn may raise once the client is gone

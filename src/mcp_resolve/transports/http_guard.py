@@ -30,6 +30,7 @@ __all__ = [
     "accepted_media",
     "is_json_content",
     "json_response",
+    "post_media",
     "read_body",
     "refusal",
 ]
@@ -95,6 +96,17 @@ class HostPolicy:
     def __init__(self, entries: Sequence[str] | None) -> None:
         self.any = entries is not None and "*" in entries
         self._rules = {_split_authority(entry) for entry in (LOOPBACK_HOSTS if entries is None else entries)}
+        self._verdicts: dict[bytes | None, bool] = {}
+
+    def allows_raw(self, authority: bytes | None) -> bool:
+        """`allows` for a raw `Host` header, remembered: a client sends the same one on every call."""
+        verdict = self._verdicts.get(authority)
+        if verdict is None:
+            verdict = self.allows(None if authority is None else authority.decode("latin-1"))
+            if len(self._verdicts) >= _PARSED_HEADERS:
+                self._verdicts.clear()
+            self._verdicts[authority] = verdict
+        return verdict
 
     def allows(self, authority: str | None) -> bool:
         if self.any:
@@ -152,7 +164,14 @@ def is_json_content(content_type: str | None) -> bool:
     return (content_type or "").split(";")[0].strip().lower() == "application/json"
 
 
-async def read_body(receive: Receive, limit: int, content_length: str | None) -> bytes | None:
+@lru_cache(maxsize=_PARSED_HEADERS)
+def post_media(content_type: bytes | None, accept: bytes | None) -> tuple[bool, bool, bool]:
+    """(the body is JSON, the client takes JSON, the client takes SSE) from a POST's raw headers."""
+    json_ok, sse_ok = accepted_media(None if accept is None else accept.decode("latin-1"))
+    return is_json_content(None if content_type is None else content_type.decode("latin-1")), json_ok, sse_ok
+
+
+async def read_body(receive: Receive, limit: int, content_length: bytes | None) -> bytes | None:
     """The whole body, or None when it exceeds `limit`.
 
     The excess is read and dropped (up to DRAIN_LIMIT past the limit) rather

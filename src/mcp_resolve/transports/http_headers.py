@@ -35,6 +35,7 @@ __all__ = [
 PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
+_VERSION, _METHOD, _NAME = (name.encode() for name in (PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER))
 
 
 class RequestHeaders(Mapping[str, str]):
@@ -49,21 +50,22 @@ class RequestHeaders(Mapping[str, str]):
     which for the endpoint's seven reads costs more than decoding it all.
     """
 
-    __slots__ = ("_pairs", "_raw", "_text")
+    __slots__ = ("_pairs", "_text", "raw")
 
     def __init__(self, pairs: list[tuple[bytes, bytes]]) -> None:
         self._pairs = pairs
-        self._raw = dict(reversed(pairs))  # reversed, so the first of repeated names is the one kept
+        self.raw = dict(reversed(pairs))  # reversed, so the first of repeated names is the one kept
+        """Each header's value by lower-case byte name, undecoded (read-only)."""
         self._text: dict[str, str] | None = None
 
     def value(self, name: bytes) -> str | None:
         """The header named `name` (lower-case bytes), or None."""
-        raw = self._raw.get(name)
+        raw = self.raw.get(name)
         return None if raw is None else raw.decode("latin-1")
 
     def get(self, key: str, default: Any = None) -> Any:
         try:
-            raw = self._raw.get(key.encode("latin-1"))
+            raw = self.raw.get(key.encode("latin-1"))
         except UnicodeEncodeError:  # no header has such a name
             return default
         return default if raw is None else raw.decode("latin-1")
@@ -86,7 +88,7 @@ class RequestHeaders(Mapping[str, str]):
         return iter(self._decoded())
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self.raw)
 
     def __repr__(self) -> str:
         return f"RequestHeaders({self._decoded()!r})"
@@ -96,9 +98,9 @@ NAME_FIELDS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "
 """The body field each name-bearing method mirrors into `Mcp-Name`."""
 
 
-def check_standard_headers(method: str, params: Mapping[str, Any], headers: Mapping[str, str]) -> str | None:
+def check_standard_headers(method: str, params: Mapping[str, Any], headers: RequestHeaders) -> str | None:
     """Why `Mcp-Method`/`Mcp-Name` disagree with the body, or None when they agree."""
-    sent_method = headers.get(METHOD_HEADER)
+    sent_method = headers.value(_METHOD)
     if sent_method is None:
         return "Header mismatch: the Mcp-Method header is required"
     if sent_method.strip(" \t") != method:
@@ -109,7 +111,7 @@ def check_standard_headers(method: str, params: Mapping[str, Any], headers: Mapp
     body_value = params.get(field)
     if not isinstance(body_value, str):
         return None  # a body without the name is the handler's invalid-params error to report
-    raw = headers.get(NAME_HEADER)
+    raw = headers.value(_NAME)
     if raw is None:
         return f"Header mismatch: the Mcp-Name header is required for {method}"
     try:
@@ -121,7 +123,7 @@ def check_standard_headers(method: str, params: Mapping[str, Any], headers: Mapp
     return None
 
 
-def modern_rejection(message: IncomingRequest, headers: Mapping[str, str]) -> MCPError | None:
+def modern_rejection(message: IncomingRequest, headers: RequestHeaders) -> MCPError | None:
     """The transport-level checks of a 2026-07-28 request, first failure wins.
 
     The order is the one the spec's reference clients expect: the `_meta`
@@ -135,7 +137,7 @@ def modern_rejection(message: IncomingRequest, headers: Mapping[str, str]) -> MC
         required = (PROTOCOL_VERSION_META_KEY, CLIENT_CAPABILITIES_META_KEY)
         missing = [key for key in required if not isinstance(meta, dict) or key not in meta]
         return MCPError(INVALID_PARAMS, f"Invalid params: _meta is missing {', '.join(missing)}")
-    version, header = meta[PROTOCOL_VERSION_META_KEY], headers.get(PROTOCOL_VERSION_HEADER)
+    version, header = meta[PROTOCOL_VERSION_META_KEY], headers.value(_VERSION)
     if header is None:
         return MCPError(HEADER_MISMATCH, "Header mismatch: the MCP-Protocol-Version header is required")
     if header != version:
