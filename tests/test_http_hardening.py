@@ -235,6 +235,27 @@ async def test_bad_input_gets_its_status_and_the_server_keeps_serving(
         assert after.json()["result"]["content"][0]["text"] == "nobody"
 
 
+async def test_remembered_header_verdicts_hold_when_the_same_values_come_again(
+    served: tuple[str, Probe],
+) -> None:
+    """Host and media-type verdicts are kept by raw header value: a repeat is judged as the first was."""
+    url, _probe = served
+    body, headers = modern("tools/call", {"name": "whoami", "arguments": {}})
+    async with httpx.AsyncClient() as http:
+        del http.headers["accept"]
+        for _ in range(3):
+            foreign = await http.post(url, content=body, headers=_with(headers, host="evil.example.com"))
+            assert foreign.status_code == 403
+            plain = await http.post(url, content=body, headers=_with(headers, content_type="text/plain"))
+            assert plain.status_code == 415
+            html_only = await http.post(url, content=body, headers=_with(headers, accept="text/html"))
+            assert html_only.status_code == 406
+            sse_only = await http.post(url, content=body, headers=_with(headers, accept="text/event-stream"))
+            assert sse_only.status_code == 200 and sse_only.headers["content-type"] == "text/event-stream"
+            fine = await http.post(url, content=body, headers=headers)
+            assert fine.status_code == 200 and fine.headers["content-type"] == "application/json"
+
+
 async def test_header_values_may_be_base64(served: tuple[str, Probe]) -> None:
     url, _probe = served
     body, headers = modern("tools/call", {"name": "whoami", "arguments": {}})
