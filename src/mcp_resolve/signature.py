@@ -29,7 +29,7 @@ from .resolve.plan import (
     is_context_annotation,
     returns_input_required,
 )
-from .resolve.run import has_generators, run_steps, sequential_steps
+from .resolve.run import CallPlan, plan_call, run_steps
 
 __all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
 
@@ -94,9 +94,8 @@ class HandlerSignature:
     is_async: bool
     overrides: Overrides
     _plans: dict[Hashable, ResolverPlan] = field(default_factory=dict)
-    _steps: list[Any] = field(default_factory=list)
+    _call: CallPlan | None = None
     _plans_version: int = -1
-    _has_generators: bool = False
 
     @classmethod
     def analyse(
@@ -154,8 +153,7 @@ class HandlerSignature:
             self._plans = build_resolver_plans(
                 self.resolved_params, set(self.argument_names), overrides=self.overrides
             )
-            self._steps = sequential_steps(self.resolved_params, self._plans)
-            self._has_generators = has_generators(self._plans)
+            self._call = plan_call(self.resolved_params, self._plans)
             self._plans_version = self.overrides.version
         return self._plans
 
@@ -174,10 +172,12 @@ class HandlerSignature:
         """Run resolvers, then the body, then the resolvers' cleanup; returns the body's value or the round's InputRequiredResult."""
         if not self.resolved_params:
             return await self._run_body(dict(arguments), context)
-        plans = self.plans()  # first: it refreshes self._steps after a dependency_overrides change
+        plans = self.plans()  # first: it refreshes self._call after a dependency_overrides change
+        call = self._call
+        assert call is not None
         # Only generator resolvers leave cleanup for after the body; without them no stack is paid for.
-        async with AsyncExitStack() if self._has_generators else _NO_CLEANUP as exit_stack:
-            injected = await run_steps(self._steps, plans, arguments, context, exit_stack=exit_stack)
+        async with AsyncExitStack() if call.has_generators else _NO_CLEANUP as exit_stack:
+            injected = await run_steps(call, plans, arguments, context, exit_stack=exit_stack)
             if isinstance(injected, InputRequiredResult):
                 return injected
             return await self._run_body({**arguments, **injected}, context)

@@ -38,7 +38,15 @@ from .tasks import open_task_set
 if TYPE_CHECKING:
     from ..context import Context
 
-__all__ = ["PENDING", "Questioner", "has_generators", "resolve_arguments", "run_steps", "sequential_steps"]
+__all__ = [
+    "PENDING",
+    "CallPlan",
+    "Questioner",
+    "plan_call",
+    "resolve_arguments",
+    "run_steps",
+    "sequential_steps",
+]
 
 PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
 """Returned by a questioner that has no answer yet (2026-07-28): ask in the next round."""
@@ -92,6 +100,39 @@ def sequential_steps(
     return steps
 
 
+@dataclass(frozen=True)
+class CallPlan:
+    """A handler's resolver run, worked out once from its plans (a registered handler keeps one)."""
+
+    steps: list[_Step]
+    """Resolvers and tool-parameter unwraps in the order a one-after-another run meets them."""
+    has_generators: bool
+    """Some resolver is a generator, whose cleanup must wait for an exit stack."""
+    straight: bool
+    """Each resolver depends on the one before it: no two can ever run at once, so a run needs no
+    concurrency bookkeeping until something other than a plain value turns up."""
+
+
+def plan_call(resolved_params: ResolvedParameters, plans: Mapping[Hashable, ResolverPlan]) -> CallPlan:
+    steps = sequential_steps(resolved_params, plans)
+    return CallPlan(
+        steps,
+        has_generators=any(plan.kind in ("generator", "async_generator") for plan in plans.values()),
+        straight=_is_straight(steps),
+    )
+
+
+def _is_straight(steps: list[_Step]) -> bool:
+    previous: Hashable | None = None
+    for step in steps:
+        if isinstance(step, _Unwrap):
+            continue
+        if previous is not None and all(dep != previous for _param, dep, _wants in step.dependency_params):
+            return False
+        previous = step.key
+    return True
+
+
 def _consumer_value(parameter: str, outcome: Any, wants_union: bool) -> Any:
     if isinstance(outcome, AcceptedElicitation):
         return outcome if wants_union else outcome.data
@@ -132,9 +173,12 @@ class _CallRun:
         """The steps neither applied nor started yet, with their index in the one-after-another order."""
         self._position: dict[int, int] | None = None
 
-    async def execute(self, steps: list[_Step]) -> dict[str, Any] | InputRequiredResult:
-        self.steps = steps
-        self.remaining = list(enumerate(steps))
+    async def execute(self, call: CallPlan) -> dict[str, Any] | InputRequiredResult:
+        steps = self.steps = call.steps
+        start = await self._run_straight(steps) if call.straight else 0
+        if start == len(steps):
+            return self.injected
+        self.remaining = list(enumerate(steps))[start:]
         ready = self._startable()
         # While exactly one resolver can run and none is running, there is nothing to overlap it
         # with: await it here instead of paying for a task and its bookkeeping.
@@ -156,6 +200,38 @@ class _CallRun:
             ordered = sorted(self.pending.items(), key=lambda item: self.plans[item[0]].order)
             return self.questioner.input_required(dict(pending for _key, pending in ordered))
         return self.injected
+
+    async def _run_straight(self, steps: list[_Step]) -> int:
+        """Take the steps in order while every resolver gives a value; where the general run takes over.
+
+        Only for a straight plan, whose one-after-another order is the only order things can happen
+        in. A question, a failure or a declined answer hands the rest to the general run: the
+        resolver's outcome is settled and the run resumes after it, or, for an unwrap or inputs
+        that cannot take a declined answer, at that step, which the general run then fails.
+        """
+        outcomes, injected = self.outcomes, self.injected
+        for index, step in enumerate(steps):
+            try:
+                if isinstance(step, _Unwrap):
+                    injected[step.parameter] = _consumer_value(
+                        step.parameter, outcomes[step.key], step.wants_union
+                    )
+                    continue
+                inputs: dict[str, Any] = {}
+                for parameter, dep, wants_union in step.dependency_params:
+                    inputs[parameter] = _consumer_value(parameter, outcomes[dep], wants_union)
+            except ToolError:
+                return index
+            for parameter in step.argument_params:
+                inputs[parameter] = self.tool_args[parameter]
+            for parameter in step.context_params:
+                inputs[parameter] = self.context
+            status, value = await self._attempt(step, inputs)
+            if status != "ok":
+                self._settle(step.key, status, value)
+                return index + 1
+            outcomes[step.key] = value
+        return len(steps)
 
     async def _run_concurrently(self, ready: list[tuple[ResolverPlan, dict[str, Any]]]) -> None:
         """Run every startable resolver as its own task, starting newly unblocked ones as results arrive."""
@@ -390,28 +466,23 @@ async def resolve_arguments(
         ToolError: If an elicited value is declined or cancelled and the
             consumer asked for the unwrapped model, or a resolver raised it.
     """
-    steps = sequential_steps(resolved_params, plans)
-    if exit_stack is not None or not has_generators(plans):
-        return await run_steps(steps, plans, tool_args, context, exit_stack=exit_stack)
+    call = plan_call(resolved_params, plans)
+    if exit_stack is not None or not call.has_generators:
+        return await run_steps(call, plans, tool_args, context, exit_stack=exit_stack)
     async with AsyncExitStack() as own_stack:
-        return await run_steps(steps, plans, tool_args, context, exit_stack=own_stack)
+        return await run_steps(call, plans, tool_args, context, exit_stack=own_stack)
 
 
 async def run_steps(
-    steps: list[_Step],
+    call: CallPlan,
     plans: Mapping[Hashable, ResolverPlan],
     tool_args: Mapping[str, Any],
     context: Context,
     *,
     exit_stack: AsyncExitStack | None = None,
 ) -> dict[str, Any] | InputRequiredResult:
-    """`resolve_arguments` with the order and the exit stack already worked out (a registered handler does both once).
+    """`resolve_arguments` with the run already planned (a registered handler plans it once).
 
     `exit_stack` takes generator resolvers' cleanup; a run with a generator resolver must have one.
     """
-    return await _CallRun(plans, tool_args, context, exit_stack).execute(steps)
-
-
-def has_generators(plans: Mapping[Hashable, ResolverPlan]) -> bool:
-    """Whether any resolver is a generator, whose cleanup must wait for an exit stack."""
-    return any(plan.kind in ("generator", "async_generator") for plan in plans.values())
+    return await _CallRun(plans, tool_args, context, exit_stack).execute(call)
