@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -60,6 +60,28 @@ def process_cpu(pid: int | None) -> float:
     with open(f"/proc/{pid}/stat") as handle:
         fields = handle.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+async def timed_calls(
+    clients: Sequence[Any], call: Callable[[Any], Awaitable[Any]], calls: int
+) -> list[float]:
+    """Make `calls` calls spread over `clients` (concurrently when several); each call's latency in seconds."""
+    latencies: list[float] = []
+
+    async def run(client: Any, n: int) -> None:
+        for _ in range(n):
+            started = time.perf_counter()
+            await call(client)
+            latencies.append(time.perf_counter() - started)
+
+    if len(clients) == 1:
+        await run(clients[0], calls)
+        return latencies
+    share, extra = divmod(calls, len(clients))
+    async with anyio.create_task_group() as group:
+        for index, client in enumerate(clients):
+            group.start_soon(run, client, share + (index < extra))
+    return latencies
 
 
 def process_memory(pid: int) -> tuple[float, float]:

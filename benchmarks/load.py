@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
 from typing import Any
 
 import anyio
@@ -55,18 +54,7 @@ async def run_block(
     calls: int,
 ) -> dict[str, Any]:
     sent, asked = sum(t.sent["tools/call"] for t in transports), answerer.asked
-    latencies: list[float] = []
-
-    async def run(client: Any, n: int) -> None:
-        for _ in range(n):
-            started = time.perf_counter()
-            await workload.call(client)
-            latencies.append(time.perf_counter() - started)
-
-    share, extra = divmod(calls, len(connected))
-    async with anyio.create_task_group() as group:
-        for index, client in enumerate(connected):
-            group.start_soon(run, client, share + (index < extra))
+    latencies = await harness.timed_calls(connected, workload.call, calls)
     return {
         "protocol_version": connected[0].protocol_version,
         "latencies": latencies,

@@ -239,23 +239,9 @@ class LoadWorkers:
 
 async def measure_block(session: Session, workload: Workload, calls: int) -> PhaseTotals:
     """`calls` calls from the session's clients in this process (spread over them when several)."""
-    latencies: list[float] = []
-
-    async def worker(client: Any, n: int) -> None:
-        for _ in range(n):
-            started = time.perf_counter()
-            await workload.call(client)
-            latencies.append(time.perf_counter() - started)
-
     cpu, sent, asked = harness.process_cpu(session.pid), session.sent("tools/call"), session.answerer.asked
     wall = time.perf_counter()
-    if len(session.clients) == 1:
-        await worker(session.clients[0], calls)
-    else:
-        share, extra = divmod(calls, len(session.clients))
-        async with anyio.create_task_group() as group:
-            for index, client in enumerate(session.clients):
-                group.start_soon(worker, client, share + (index < extra))
+    latencies = await harness.timed_calls(session.clients, workload.call, calls)
     wall = time.perf_counter() - wall
     cpu = harness.process_cpu(session.pid) - cpu
     rounds, asked = session.sent("tools/call") - sent, session.answerer.asked - asked
