@@ -62,11 +62,11 @@ class Connection:
         self.server = server
         self.headers = headers
         self.principal = principal
+        self.handshake: handshake.HandshakeState | None = None
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
 
     # The rest starts out the same on every connection (a 2026-07-28 POST makes one per request).
-    handshake: handshake.HandshakeState | None = None
     standalone: Sink | None = None
     """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
     _last_request_id = 0  # of our own requests to the client
