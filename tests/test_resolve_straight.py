@@ -22,12 +22,24 @@ from mcp_resolve import (
     Resolve,
     ToolError,
 )
+from mcp_resolve.resolve import run as engine
 from mcp_resolve.resolve.plan import build_resolver_plans, find_resolved_parameters
 from mcp_resolve.resolve.run import plan_call
 
 pytestmark = pytest.mark.anyio
 
 MODES = ["2026-07-28", "legacy"]
+
+
+@pytest.fixture(params=["walked in order", "general run"])
+def engine_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Behaviour tests run twice: on the straight walk, and with every plan forced onto the general run.
+
+    Servers are built inside the tests, after this fixture, so their plans see the patch.
+    """
+    if request.param == "general run":
+        monkeypatch.setattr(engine, "_is_straight", lambda steps: False)
+    return str(request.param)
 
 
 def straight(fn: Any, arguments: set[str] | None = None) -> bool:
@@ -77,7 +89,9 @@ def test_a_chain_is_straight_and_siblings_or_a_fork_are_not() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_straight_chain_gets_arguments_context_and_every_value_once(mode: str) -> None:
+async def test_a_straight_chain_gets_arguments_context_and_every_value_once(
+    mode: str, engine_path: str
+) -> None:
     server = MCPServer("chain")
     calls: list[str] = []
 
@@ -104,7 +118,7 @@ async def test_a_straight_chain_gets_arguments_context_and_every_value_once(mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_failure_midway_stops_the_chain_there(mode: str) -> None:
+async def test_a_failure_midway_stops_the_chain_there(mode: str, engine_path: str) -> None:
     server = MCPServer("failing chain")
     ran: list[str] = []
 
@@ -161,7 +175,7 @@ def asking_server(log: list[str]) -> MCPServer:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(("answer", "expected"), [("accept", "refund 100"), ("decline", None)])
 async def test_a_question_in_a_chain_hands_over_and_the_answer_flows_on(
-    mode: str, answer: str, expected: str | None
+    mode: str, answer: str, expected: str | None, engine_path: str
 ) -> None:
     log: list[str] = []
     asked: list[str] = []
@@ -184,3 +198,49 @@ async def test_a_question_in_a_chain_hands_over_and_the_answer_flows_on(
             "elicitation was decline"
         )
         assert "amount" not in log
+
+
+async def test_a_chain_of_plain_values_never_enters_the_general_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    def general_run(self: Any) -> Any:
+        raise AssertionError("a straight plan with plain values needs no general run")
+
+    monkeypatch.setattr(engine._CallRun, "_startable", general_run)
+    server = MCPServer("walk")
+
+    @server.tool()
+    async def order_book(
+        title: str, count: Annotated[int, Resolve(stock)], when: Annotated[str, Resolve(delivery)]
+    ) -> str:
+        return f"{title}: {count}, {when}"
+
+    async with Client(server) as client:
+        result = await client.call_tool("order_book", {"title": "Dune"})
+    assert result.content[0].text == "Dune: 4, 2 days"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_generator_in_a_chain_is_cleaned_up_after_the_body_in_reverse_order(
+    mode: str, engine_path: str
+) -> None:
+    server = MCPServer("generator chain")
+    log: list[str] = []
+
+    async def connection() -> Any:
+        log.append("open")
+        yield "conn"
+        log.append("close")
+
+    async def cursor(conn: Annotated[str, Resolve(connection)]) -> Any:
+        log.append(f"cursor on {conn}")
+        yield "cur"
+        log.append("cursor closed")
+
+    @server.tool()
+    async def query(cur: Annotated[str, Resolve(cursor)]) -> str:
+        log.append(f"body with {cur}")
+        return cur
+
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool("query", {})
+    assert result.content[0].text == "cur"
+    assert log == ["open", "cursor on conn", "body with cur", "cursor closed", "close"]
