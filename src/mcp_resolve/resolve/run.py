@@ -178,7 +178,7 @@ class _CallRun:
         start = await self._run_straight(steps) if call.straight else 0
         if start == len(steps):
             return self.injected
-        self.remaining = list(enumerate(steps))[start:]
+        self.remaining = list(enumerate(steps[start:], start))
         ready = self._startable()
         # While exactly one resolver can run and none is running, there is nothing to overlap it
         # with: await it here instead of paying for a task and its bookkeeping.

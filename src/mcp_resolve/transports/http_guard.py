@@ -96,17 +96,11 @@ class HostPolicy:
     def __init__(self, entries: Sequence[str] | None) -> None:
         self.any = entries is not None and "*" in entries
         self._rules = {_split_authority(entry) for entry in (LOOPBACK_HOSTS if entries is None else entries)}
-        self._verdicts: dict[bytes | None, bool] = {}
+        # Remembered per raw header value: a client sends the same Host on every call.
+        self.allows_raw: Callable[[bytes | None], bool] = lru_cache(maxsize=_PARSED_HEADERS)(self._allows_raw)
 
-    def allows_raw(self, authority: bytes | None) -> bool:
-        """`allows` for a raw `Host` header, remembered: a client sends the same one on every call."""
-        verdict = self._verdicts.get(authority)
-        if verdict is None:
-            verdict = self.allows(None if authority is None else authority.decode("latin-1"))
-            if len(self._verdicts) >= _PARSED_HEADERS:
-                self._verdicts.clear()
-            self._verdicts[authority] = verdict
-        return verdict
+    def _allows_raw(self, authority: bytes | None) -> bool:
+        return self.allows(None if authority is None else authority.decode("latin-1"))
 
     def allows(self, authority: str | None) -> bool:
         if self.any:
