@@ -39,6 +39,10 @@ class Framework:
     module: str
     import_line: str
     modern_questions: bool = True  # False: no resolver questions on 2026-07-28 (FastMCP)
+    workloads: tuple[str, ...] | None = None  # the workloads it serves (None: all of them)
+
+    def serves(self, workload: str) -> bool:
+        return self.workloads is None or workload in self.workloads
 
     def load(self) -> ModuleType:
         return importlib.import_module(f"benchmarks.servers.{self.module}")
@@ -49,6 +53,8 @@ FRAMEWORKS = {
     "official": Framework("official", "official", "from mcp.server.mcpserver import MCPServer"),
     "fastmcp": Framework("fastmcp", "fastmcp_server", "from fastmcp import FastMCP", modern_questions=False),
 }
+FLOOR = Framework("floor", "floor", "", modern_questions=False, workloads=("W1",))
+"""Not a framework: the bare ASGI app of `servers/floor.py`, measured beside them on HTTP 2026-07-28 W1."""
 
 
 # -- measuring a process ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from typing import Any
 
 FIGURES = ("cpu_ms_per_call", "calls_per_s", "p50_ms", "p99_ms", "peak_rss_mb", "rounds", "questions")
 W3_CRITICAL_PATH_MS = 20.0
+FLOOR = "floor"  # not a framework: the bare ASGI app of servers/floor.py, measured beside them
 
 
 def _median(values: list[float]) -> float | None:
@@ -17,6 +18,25 @@ def _ratios(mine: list[float], theirs: list[float]) -> float | None:
     """The median of per-repetition ratios: both sides of each ratio were measured in the same repetition."""
     pairs = [a / b for a, b in zip(mine, theirs, strict=True) if b]
     return _median(pairs)
+
+
+def _over_floor(
+    reps: list[dict[str, Any]], floor: list[dict[str, Any]], official: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """A framework's CPU per call over the HTTP floor's (servers/floor.py), and that against the official's.
+
+    Both per repetition, as the ratios are: the floor took its turns beside
+    the frameworks in the same blocks.
+    """
+    mine = [s["cpu_ms_per_call"] for s in reps]
+    base = [s["cpu_ms_per_call"] for s in floor]
+    figures: dict[str, Any] = {"cpu_over_floor_ms": _median([a - b for a, b in zip(mine, base, strict=True)])}
+    if official:
+        theirs = [s["cpu_ms_per_call"] for s in official]
+        figures["over_floor_vs_official"] = _median(
+            [(a - f) / (b - f) for a, b, f in zip(mine, theirs, base, strict=True) if b > f]
+        )
+    return figures
 
 
 def _startup(results: dict[str, Any]) -> dict[str, Any]:
@@ -71,6 +91,9 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                     row["calls_per_s_vs_official"] = _ratios(
                         [s["calls_per_s"] for s in reps], [s["calls_per_s"] for s in official]
                     )
+                floor = samples.get(FLOOR, {}).get(workload)
+                if name != FLOOR and floor:
+                    row.update(_over_floor(reps, floor, official if name != "official" else None))
                 rows.append(row)
     summary = {"startup": _startup(results), "rows": rows}
     summary["targets"] = targets(summary)
@@ -174,6 +197,28 @@ def render(summary: dict[str, Any]) -> str:
                 f"  {floor['scenario']:<22} {floor['framework']:<9} W3 p50 {floor['w3_p50_ms']:6.2f} ms"
                 f"  W3n p50 {floor['w3n_p50_ms']:6.2f} ms  W3/W3n {floor['w3_over_w3n']:.3f}"
             )
+    over_floor = sorted(  # per scenario and workload, the floor first
+        (row for row in summary["rows"] if "cpu_over_floor_ms" in row or row["framework"] == FLOOR),
+        key=lambda row: (row["scenario"], row["workload"], row["framework"] != FLOOR),
+    )
+    if over_floor:
+        lines += [
+            "",
+            "HTTP over its floor (servers/floor.py: a bare ASGI app under the same uvicorn, driven by the same client)",
+        ]
+        for row in over_floor:
+            where = f"  {row['scenario']:<22} {row['workload']:<3} {row['framework']:<9}"
+            if row["framework"] == FLOOR:
+                lines.append(
+                    f"{where} {_fmt(row['cpu_ms_per_call'], 3):>6} ms/call, "
+                    f"{_fmt(row.get('cpu_vs_official'))}x the official server's"
+                )
+            else:
+                vs = row.get("over_floor_vs_official")
+                lines.append(
+                    f"{where} +{_fmt(row['cpu_over_floor_ms'], 3):>5} ms over it"
+                    + (f", {_fmt(vs)}x the official server's" if vs is not None else "")
+                )
     lines += ["", "Targets (ours against the official SDK, same run)"]
     for target in summary["targets"]:
         verdict = "met " if target["met"] else "MISS"

@@ -1,7 +1,8 @@
 """The benchmark driver: `make bench` (about ten minutes) or `python benchmarks/run.py --quick`.
 
 Every framework's server is driven by the same client (the official `mcp`
-Client), so only the server differs. The primary figure is the server's CPU
+Client), so only the server differs; on HTTP 2026-07-28 a bare ASGI app
+(`servers/floor.py`) answers W1 beside them, to show the floor they share. The primary figure is the server's CPU
 time per call, read from the server process; each figure is the median of the
 repetitions, and each ratio is taken within one repetition (the frameworks
 take turns block by block, `measure_interleaved`), then the median of those
@@ -156,7 +157,16 @@ async def open_sessions(
 
 
 def applies(workload: Workload, scenario: Scenario, framework: Framework) -> bool:
+    if not framework.serves(workload.key):
+        return False
     return not (workload.asks and scenario.mode == "auto" and not framework.modern_questions)
+
+
+def with_floor(scenario: Scenario, frameworks: Sequence[Framework]) -> list[Framework]:
+    """The frameworks, and on HTTP 2026-07-28 the floor beside them (see servers/floor.py)."""
+    if scenario.transport == "http" and scenario.mode == "auto":
+        return [*frameworks, harness.FLOOR]
+    return list(frameworks)
 
 
 @dataclass
@@ -288,7 +298,7 @@ async def run_scenario(
     http_servers: dict[str, tuple[int, str]],
     log: Any,
 ) -> dict[str, Any]:
-    async with open_sessions(scenario, frameworks, http_servers, log) as sessions:
+    async with open_sessions(scenario, with_floor(scenario, frameworks), http_servers, log) as sessions:
         workloads = [WORKLOADS[key] for key in scenario.workloads]
         for session in sessions:  # warm up every client, and check every answer once before timing anything
             for workload in workloads if session.clients else ():  # load workers warm up their own
@@ -336,7 +346,7 @@ async def run_all(
     async with contextlib.AsyncExitStack() as stack:
         http_servers: dict[str, tuple[int, str]] = {}
         if any(s.transport == "http" for s in scenarios):
-            for framework in frameworks:
+            for framework in [*frameworks, harness.FLOOR]:
                 http_servers[framework.name] = stack.enter_context(harness.http_server(framework, log))
         for scenario in scenarios:
             progress(scenario.label)

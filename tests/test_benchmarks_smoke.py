@@ -72,9 +72,21 @@ def test_every_framework_answers_every_workload_in_memory_and_over_stdio(tmp_pat
 
 def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
     args = ("--transports", "http", "--frameworks", "ours", "official", "--http-stack", "h11")
-    results, _table = run_quick(tmp_path, *args)
+    results, table = run_quick(tmp_path, *args)
     assert results["meta"]["http_stack"] == "h11"
     measured = rows(results)
+    # The HTTP floor (a bare ASGI app on the same uvicorn) answers W1 beside the frameworks on 2026-07-28, and
+    # each framework's CPU is also given over it.
+    for scenario in ("http 2026-07-28", "http x16 2026-07-28"):
+        floor = measured[(scenario, "W1", "floor")]
+        assert floor["rounds"] == 1 and floor["protocol"] == "2026-07-28"
+        assert "cpu_over_floor_ms" not in floor
+        assert "cpu_over_floor_ms" in measured[(scenario, "W1", "official")]
+        assert "over_floor_vs_official" in measured[(scenario, "W1", "ours")]
+        assert (scenario, "W2", "floor") not in measured
+    assert not any(framework == "floor" for scenario, _w, framework in measured if "handshake" in scenario)
+    assert "HTTP over its floor" in table
+    assert not any("floor" in target["target"] for target in results["summary"]["targets"])
     for framework in ("ours", "official"):
         assert measured[("http 2026-07-28", "W4", framework)]["rounds"] == 3
         assert measured[("http handshake", "W4", framework)]["questions"] == 2
