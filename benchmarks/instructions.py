@@ -10,6 +10,15 @@ code and the libraries under it, not uvicorn or the kernel.
     python benchmarks/instructions.py                 # every workload, under valgrind
     python benchmarks/instructions.py W1 W4           # some of them
     python benchmarks/instructions.py --drive W1 300  # the driver alone (what valgrind runs)
+    python benchmarks/instructions.py --cold W1       # cache misses of a call with cold caches
+
+`--cold` counts something else: the last-level cache misses of one call made
+after the caches were flushed, as a lone client's own work between calls
+flushes them (cachegrind's simulated 32 KiB L1 and 8 MiB LL; 20 and 60 calls,
+each run again with the flushes alone, which are subtracted). Over HTTP with
+one client, a call's cost follows this count more than its instructions
+(README.md, "HTTP, fifth round"). The figure includes the in-process driver's
+own side of each call, the same for every variant compared.
 
 Each workload is run twice under `valgrind --tool=callgrind`, for 100 and for
 300 calls after the same warm-up; the difference over 200 is one call's cost
@@ -26,6 +35,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +54,10 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
 }
 SMALL, LARGE = 100, 300
+COLD_SMALL, COLD_LARGE = 20, 60  # cache simulation is slow, and the count varies less
+FLUSH_BYTES = 16 << 20
+SIMULATED_CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
+"""Fixed, so that the count does not depend on the machine that runs it."""
 
 
 def request_body(request_id: int, params: dict[str, Any]) -> bytes:
@@ -137,20 +151,30 @@ async def call(app: Any, workload: str) -> None:
     raise RuntimeError(f"{workload} took more than 3 rounds")
 
 
-def drive(workload: str, calls: int) -> None:
-    """Warm up, then make `calls` calls: what valgrind measures."""
+def drive(workload: str, calls: int, *, flush: bool = False, calls_too: bool = True) -> None:
+    """Warm up, then make `calls` calls: what valgrind measures.
+
+    With `flush`, the caches are flushed before each call (a 16 MiB copy, twice
+    the simulated last-level cache), as the client's own work flushes them
+    between a lone client's calls; without `calls_too`, only the flushes run
+    (what `cold_misses` subtracts).
+    """
     import uvloop
 
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
     from benchmarks.servers.ours import mcp
 
     app = mcp.streamable_http_app()
+    scratch, zeros = (bytearray(FLUSH_BYTES), bytes(FLUSH_BYTES)) if flush else (bytearray(), b"")
 
     async def main() -> None:
         for _ in range(30):
             await call(app, workload)
         for _ in range(calls):
-            await call(app, workload)
+            if flush:
+                scratch[:] = zeros
+            if calls_too:
+                await call(app, workload)
 
     uvloop.run(main())
 
@@ -182,18 +206,58 @@ def count(workload: str) -> int:
     return (totals[1] - totals[0]) // (LARGE - SMALL)
 
 
+def _cachegrind_summary(workload: str, calls: int, *, calls_too: bool) -> dict[str, int]:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "cachegrind.out"
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", *SIMULATED_CACHES]
+        command += [f"--cachegrind-out-file={out}", sys.executable, __file__, "--drive", workload, str(calls)]
+        command += ["--flush"] if calls_too else ["--flush-only"]
+        subprocess.run(command, env={**os.environ, "PYTHONHASHSEED": "0"}, capture_output=True, check=True)
+        lines = out.read_text().splitlines()
+    events = next(line for line in lines if line.startswith("events:")).split()[1:]
+    summary = next(line for line in lines if line.startswith("summary:")).split()[1:]
+    return dict(zip(events, map(int, summary), strict=True))
+
+
+def cold_misses(workload: str) -> tuple[int, int]:
+    """Last-level cache misses of one call that finds the caches flushed: (instruction, data).
+
+    What a call touches that the client's work in between has evicted is
+    fetched from memory again, and with one client that happens on every
+    call: this counts it, as a simulated 32 KiB L1 and 8 MiB last-level cache
+    see it. The flushes' own misses are measured alone and subtracted.
+    """
+    per_call = {}
+    for calls_too in (True, False):
+        small = _cachegrind_summary(workload, COLD_SMALL, calls_too=calls_too)
+        large = _cachegrind_summary(workload, COLD_LARGE, calls_too=calls_too)
+        per_call[calls_too] = {key: (large[key] - small[key]) / (COLD_LARGE - COLD_SMALL) for key in large}
+    misses = {key: per_call[True][key] - per_call[False][key] for key in per_call[True]}
+    return round(misses["ILmr"]), round(misses["DLmr"] + misses["DLmw"])
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--drive"]:
-        drive(argv[1], int(argv[2]))
+        mode = argv[3:4]
+        drive(argv[1], int(argv[2]), flush=bool(mode), calls_too=mode != ["--flush-only"])
         return 0
-    chosen = argv or list(WORKLOADS)
+    cold = "--cold" in argv
+    chosen = [name for name in argv if name != "--cold"] or list(WORKLOADS)
     unknown = [name for name in chosen if name not in WORKLOADS]
     if unknown:
         print(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}", file=sys.stderr)
         return 2
     for workload in chosen:
         name = WORKLOADS[workload][0]
-        print(f"{workload:4s} {name:13s} {count(workload):>11,} instructions per call", flush=True)
+        if cold:
+            instructions, data = cold_misses(workload)
+            print(
+                f"{workload:4s} {name:13s} {instructions + data:>7,} cold cache misses per call"
+                f" ({instructions:,} instruction, {data:,} data)",
+                flush=True,
+            )
+        else:
+            print(f"{workload:4s} {name:13s} {count(workload):>11,} instructions per call", flush=True)
     return 0
 
 

@@ -125,6 +125,32 @@ def test_callgrind_counts_the_instructions_of_a_call() -> None:
     assert 100_000 < counted < 1_000_000, finished.stdout
 
 
+@pytest.mark.parametrize("mode", ["--flush", "--flush-only"])
+def test_the_instruction_driver_flushes_the_caches_between_calls(mode: str) -> None:
+    finished = subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), "--drive", "W2", "2", mode],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
+    finished = subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), "--cold", "W1"], cwd=ROOT, capture_output=True, text=True, timeout=400
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    words = finished.stdout.split()
+    total = int(words[2].replace(",", ""))
+    instruction, data = (int(w.strip("(,").replace(",", "")) for w in (words[8], words[10]))
+    assert total == instruction + data, finished.stdout
+    # The flushes' own misses are subtracted: what is left is a call's, thousands of lines, not millions.
+    assert 1_000 < total < 50_000 and instruction > 0 and data > 0, finished.stdout
+
+
 def test_the_instruction_counter_names_unknown_workloads() -> None:
     finished = subprocess.run(
         [PYTHON, str(INSTRUCTIONS), "W9"], cwd=ROOT, capture_output=True, text=True, timeout=60
