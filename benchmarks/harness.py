@@ -53,7 +53,7 @@ FRAMEWORKS = {
     "official": Framework("official", "official", "from mcp.server.mcpserver import MCPServer"),
     "fastmcp": Framework("fastmcp", "fastmcp_server", "from fastmcp import FastMCP", modern_questions=False),
 }
-FLOOR = Framework("floor", "floor", "", modern_questions=False, workloads=("W1",))
+FLOOR = Framework("floor", "floor", "", workloads=("W1",))
 """Not a framework: the bare ASGI app of `servers/floor.py`, measured beside them on HTTP 2026-07-28 W1."""
 
 

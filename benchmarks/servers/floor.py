@@ -6,7 +6,7 @@ stands on uvicorn, the event loop and the kernel's loopback, driven by the
 same client; this app costs next to nothing on top of them, so its CPU per
 call is that shared floor, and a framework's CPU per call less the floor is
 what the framework itself spends. The driver serves W1 on 2026-07-28 from it
-alongside the frameworks (README.md, "the HTTP floor").
+alongside the frameworks (README.md, "HTTP, fifth round").
 
 Run `python -m benchmarks.servers.floor http PORT`.
 """
@@ -61,7 +61,7 @@ def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
 
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-    if scope["type"] != "http":  # lifespan: nothing to start
+    if scope["type"] != "http":  # lifespan: returning at once tells uvicorn there is nothing to run
         return
     body = b""
     while True:
