@@ -101,47 +101,35 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
 INSTRUCTIONS = ROOT / "benchmarks" / "instructions.py"
 
 
-@pytest.mark.parametrize("workload", ["W1", "W2", "W3n", "W4"])
-def test_the_instruction_driver_completes_every_workload(workload: str) -> None:
-    # The driver raises on a wrong answer or a refund that takes more than three rounds.
-    finished = subprocess.run(
-        [PYTHON, str(INSTRUCTIONS), "--drive", workload, "3"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+def instructions(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [PYTHON, str(INSTRUCTIONS), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
+
+
+@pytest.mark.parametrize(
+    "drive",
+    [("W1", "3"), ("W2", "3"), ("W3n", "3"), ("W4", "3"), ("W2", "2", "--flush"), ("W2", "2", "--flush-only")],
+    ids=["W1", "W2", "W3n", "W4", "W2-flushing-caches", "flushes-only"],
+)
+def test_the_instruction_driver_completes_every_workload(drive: tuple[str, ...]) -> None:
+    # The driver raises on a wrong answer or a refund that takes more than three rounds.
+    finished = instructions("--drive", *drive)
     assert finished.returncode == 0, finished.stderr[-4000:]
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_callgrind_counts_the_instructions_of_a_call() -> None:
-    finished = subprocess.run(
-        [PYTHON, str(INSTRUCTIONS), "W1"], cwd=ROOT, capture_output=True, text=True, timeout=170
-    )
+    finished = instructions("W1", timeout=170)
     assert finished.returncode == 0, finished.stderr[-4000:]
     counted = int(finished.stdout.split()[2].replace(",", ""))
     # An echo call through the whole HTTP app: well above a bare ASGI app's ~30k, far below a million.
     assert 100_000 < counted < 1_000_000, finished.stdout
 
 
-@pytest.mark.parametrize("mode", ["--flush", "--flush-only"])
-def test_the_instruction_driver_flushes_the_caches_between_calls(mode: str) -> None:
-    finished = subprocess.run(
-        [PYTHON, str(INSTRUCTIONS), "--drive", "W2", "2", mode],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert finished.returncode == 0, finished.stderr[-4000:]
-
-
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
-    finished = subprocess.run(
-        [PYTHON, str(INSTRUCTIONS), "--cold", "W1"], cwd=ROOT, capture_output=True, text=True, timeout=400
-    )
+    finished = instructions("--cold", "W1", timeout=400)
     assert finished.returncode == 0, finished.stderr[-4000:]
     words = finished.stdout.split()
     total = int(words[2].replace(",", ""))
@@ -152,8 +140,6 @@ def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
 
 
 def test_the_instruction_counter_names_unknown_workloads() -> None:
-    finished = subprocess.run(
-        [PYTHON, str(INSTRUCTIONS), "W9"], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    finished = instructions("W9")
     assert finished.returncode == 2
     assert "unknown workload(s) ['W9']" in finished.stderr
