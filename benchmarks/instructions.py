@@ -15,7 +15,8 @@ code and the libraries under it, not uvicorn or the kernel.
 `--cold` counts something else: the last-level cache misses of one call made
 after the caches were flushed, as a lone client's own work between calls
 flushes them (cachegrind's simulated 32 KiB L1 and 8 MiB LL; 20 and 60 calls,
-each run again with the flushes alone, which are subtracted). Over HTTP with
+each run again with the flushes alone, which are subtracted; a W4 refund's
+three requests follow one flush, so later rounds find some lines warm). Over HTTP with
 one client, a call's cost follows this count more than its instructions
 (README.md, "HTTP, fifth round"). The figure includes the in-process driver's
 own side of each call, the same for every variant compared.
@@ -238,8 +239,11 @@ def cold_misses(workload: str) -> tuple[int, int]:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--drive"]:
-        mode = argv[3:4]
-        drive(argv[1], int(argv[2]), flush=bool(mode), calls_too=mode != ["--flush-only"])
+        mode = argv[3] if len(argv) > 3 else None
+        if mode not in (None, "--flush", "--flush-only"):
+            print(f"unknown driver mode {mode!r}: --flush or --flush-only", file=sys.stderr)
+            return 2
+        drive(argv[1], int(argv[2]), flush=mode is not None, calls_too=mode != "--flush-only")
         return 0
     cold = "--cold" in argv
     chosen = [name for name in argv if name != "--cold"] or list(WORKLOADS)

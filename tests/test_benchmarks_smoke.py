@@ -139,7 +139,10 @@ def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
     assert 1_000 < total < 50_000 and instruction > 0 and data > 0, finished.stdout
 
 
-def test_the_instruction_counter_names_unknown_workloads() -> None:
+def test_the_instruction_counter_names_unknown_workloads_and_modes() -> None:
     finished = instructions("W9")
     assert finished.returncode == 2
     assert "unknown workload(s) ['W9']" in finished.stderr
+    finished = instructions("--drive", "W1", "2", "--flushes")
+    assert finished.returncode == 2
+    assert "unknown driver mode '--flushes'" in finished.stderr
