@@ -209,28 +209,22 @@ class _CallRun:
         resolver's outcome is settled and the run resumes after it, or, for an unwrap or inputs
         that cannot take a declined answer, at that step, which the general run then fails.
         """
-        outcomes, injected = self.outcomes, self.injected
         for index, step in enumerate(steps):
+            # Everything a step needs came earlier in the walk and gave a value, so the unwrap
+            # applies and the inputs are there (or a declined answer raises).
             try:
                 if isinstance(step, _Unwrap):
-                    injected[step.parameter] = _consumer_value(
-                        step.parameter, outcomes[step.key], step.wants_union
-                    )
+                    self._unwrap(step)
                     continue
-                inputs: dict[str, Any] = {}
-                for parameter, dep, wants_union in step.dependency_params:
-                    inputs[parameter] = _consumer_value(parameter, outcomes[dep], wants_union)
+                inputs = self._inputs_for(step)
             except ToolError:
                 return index
-            for parameter in step.argument_params:
-                inputs[parameter] = self.tool_args[parameter]
-            for parameter in step.context_params:
-                inputs[parameter] = self.context
+            assert inputs is not None
             status, value = await self._attempt(step, inputs)
             if status != "ok":
                 self._settle(step.key, status, value)
                 return index + 1
-            outcomes[step.key] = value
+            self.outcomes[step.key] = value
         return len(steps)
 
     async def _run_concurrently(self, ready: list[tuple[ResolverPlan, dict[str, Any]]]) -> None:
