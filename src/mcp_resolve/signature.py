@@ -18,6 +18,7 @@ import anyio
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic.fields import FieldInfo
+from pydantic_core import SchemaValidator, core_schema
 
 from .context import Context
 from .errors import INTERNAL_ERROR, InvalidSignature, MCPError, ToolError
@@ -96,6 +97,7 @@ class HandlerSignature:
     _plans: dict[Hashable, ResolverPlan] = field(default_factory=dict)
     _call: CallPlan | None = None
     _plans_version: int = -1
+    _fields_validator: SchemaValidator | None = None
 
     @classmethod
     def analyse(
@@ -146,6 +148,7 @@ class HandlerSignature:
             overrides=overrides,
         )
         signature.plans()  # analyse the resolver graph now: a bad graph fails at registration
+        signature._fields_validator = _fields_validator(model)
         return signature
 
     def plans(self) -> dict[Hashable, ResolverPlan]:
@@ -159,14 +162,15 @@ class HandlerSignature:
 
     def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
         """Validated argument values, as the body will see them; resolved names sent by a client are dropped."""
+        values = arguments if isinstance(arguments, dict) else dict(arguments or {})
         try:
-            validated = self.arguments_model.model_validate(
-                arguments if isinstance(arguments, dict) else dict(arguments or {})
-            )
+            if self._fields_validator is not None:
+                fields: dict[str, Any] = self._fields_validator.validate_python(values)[0]
+                return fields
+            # A model that ignores extra keys holds exactly its fields in __dict__, in declaration order.
+            return dict(self.arguments_model.model_validate(values).__dict__)
         except ValidationError as exc:
             raise ArgumentError(_describe(exc)) from None
-        # A model that ignores extra keys holds exactly its fields in __dict__, in declaration order.
-        return dict(validated.__dict__)
 
     async def invoke(self, arguments: dict[str, Any], context: Context) -> Any:
         """Run resolvers, then the body, then the resolvers' cleanup; returns the body's value or the round's InputRequiredResult."""
@@ -206,6 +210,27 @@ class HandlerSignature:
             return await self.invoke(values, context)
         except ToolError as exc:
             raise MCPError(INTERNAL_ERROR, f"Error {failing}: {exc}") from None
+
+
+def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
+    """A validator straight to the model's fields: the same checks, errors and defaults, no instance.
+
+    A call needs the values, never the model; building and freeing an instance
+    per call is most of what `model_validate` costs. The model's core schema is
+    `model` over `model-fields` (wrapped in `definitions` when field types share
+    models), and the latter validates to (fields, extras, fields set); for any
+    other shape, None, and `validate` uses the model itself.
+    """
+    schema: Any = model.__pydantic_core_schema__
+    definitions = None
+    if schema["type"] == "definitions":
+        definitions, schema = schema["definitions"], schema["schema"]
+    if schema["type"] != "model" or schema["schema"]["type"] != "model-fields":
+        return None
+    fields: Any = schema["schema"]
+    if definitions is not None:
+        fields = core_schema.definitions_schema(fields, definitions)
+    return SchemaValidator(fields, schema.get("config"))
 
 
 def _describe(exc: ValidationError) -> str:
