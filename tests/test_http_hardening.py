@@ -545,3 +545,35 @@ async def test_session_count_is_bounded() -> None:
         assert "mcp-session-id" not in refused.headers
         await http.delete(url, headers=session_headers(first.headers["mcp-session-id"]))
         assert (await http.post(url, content=initialize_body(), headers=BOTH)).status_code == 200
+
+
+class _Chunks:
+    """An ASGI `receive` over fixed messages, counting how many were taken."""
+
+    def __init__(self, *messages: dict[str, Any]) -> None:
+        self.messages, self.taken = list(messages), 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.taken += 1
+        return self.messages.pop(0)
+
+
+def _chunk(body: bytes, more: bool) -> dict[str, Any]:
+    return {"type": "http.request", "body": body, "more_body": more}
+
+
+async def test_read_body_whole_chunked_oversized_and_abandoned() -> None:
+    from mcp_resolve.transports.http_guard import DRAIN_LIMIT, ClientGone, read_body
+
+    # A body that arrives whole needs no declared length (not even a readable one).
+    assert await read_body(_Chunks(_chunk(b"{}", False)), 10, b"junk") == b"{}"
+    assert await read_body(_Chunks(_chunk(b"x" * 11, False)), 10, None) is None
+    # In chunks: joined; past the limit, drained and refused.
+    assert await read_body(_Chunks(_chunk(b"ab", True), _chunk(b"c", False)), 10, b"3") == b"abc"
+    drained = _Chunks(_chunk(b"x" * 8, True), _chunk(b"x" * 8, True), _chunk(b"x", False))
+    assert await read_body(drained, 10, None) is None and drained.taken == 3
+    # Declared beyond what we would drain: refused after the first chunk, the rest left unread.
+    huge = _Chunks(_chunk(b"x", True), _chunk(b"x", False))
+    assert await read_body(huge, 10, str(10 + DRAIN_LIMIT + 1).encode()) is None and huge.taken == 1
+    with pytest.raises(ClientGone):
+        await read_body(_Chunks(_chunk(b"ab", True), {"type": "http.disconnect"}), 10, None)

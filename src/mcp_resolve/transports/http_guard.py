@@ -170,8 +170,14 @@ async def read_body(receive: Receive, limit: int, content_length: bytes | None) 
 
     The excess is read and dropped (up to DRAIN_LIMIT past the limit) rather
     than left in the socket: a client still uploading when we answer would see
-    a reset, not our 413. A body declared larger than that is refused unread.
+    a reset, not our 413. A body declared larger than that is refused after
+    its first chunk. A body that arrives whole (the usual JSON-RPC message)
+    needs no declared length: its size is known.
     """
+    message = await receive()
+    if message["type"] == "http.request" and not message.get("more_body", False):  # all in one message
+        whole: bytes = message.get("body", b"")
+        return whole if len(whole) <= limit else None
     ceiling = limit + DRAIN_LIMIT
     try:
         declared = int(content_length) if content_length is not None else None
@@ -179,10 +185,6 @@ async def read_body(receive: Receive, limit: int, content_length: bytes | None) 
         declared = None
     if declared is not None and declared > ceiling:
         return None
-    message = await receive()
-    if message["type"] == "http.request" and not message.get("more_body", False):  # all in one message
-        whole: bytes = message.get("body", b"")
-        return whole if len(whole) <= limit else None
     chunks: list[bytes] | None = []
     size = 0
     while True:
