@@ -215,8 +215,8 @@ class HandlerSignature:
 def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:
     """A validator straight to the model's fields: the same checks, errors and defaults, no instance.
 
-    A call needs the values, never the model; building and freeing an instance
-    per call is most of what `model_validate` costs. The model's core schema is
+    A call needs the values, never the model, so none is built (and freed) per
+    call; the model stays the source of the input schema. Its core schema is
     `model` over `model-fields` (wrapped in `definitions` when field types share
     models), and the latter validates to (fields, extras, fields set); for any
     other shape, None, and `validate` uses the model itself.
