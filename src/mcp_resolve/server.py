@@ -311,11 +311,12 @@ class MCPServer:
         return create_app(self, path=path, **options)
 
     # -- the method table ----------------------------------------------------------------
-    async def call_handler(self, method: str, params: dict[str, Any], context: Context) -> dict[str, Any]:
+    def handler(self, method: str) -> Handler:
+        """The era-free handler of `method`, called as `await handler(params, context)`."""
         handler = self._handlers.get(method)
         if handler is None:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        return await handler(params, context)
+        return handler
 
     def _page(self, items: Sequence[Any], params: dict[str, Any]) -> tuple[Sequence[Any], str | None]:
         cursor = params.get("cursor")

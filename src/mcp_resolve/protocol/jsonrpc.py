@@ -6,24 +6,33 @@ answer it deserves, so a transport can reply and go on serving.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
 
-from ..errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, MCPError
+from ..errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, MCPError
 
 __all__ = [
     "Incoming",
     "IncomingNotification",
     "IncomingRequest",
     "IncomingResponse",
+    "Sink",
     "decode",
     "encode",
     "error_message",
+    "failure_message",
+    "notifier",
     "result_message",
 ]
+
+logger = logging.getLogger("mcp_resolve.protocol")
+
+Sink = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one message toward the client on the channel of the request it belongs to."""
 
 
 @dataclass(slots=True)
@@ -64,6 +73,26 @@ def error_message(request_id: Any, code: int, message: str, data: Any = None) ->
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+def failure_message(request: IncomingRequest, exc: Exception) -> dict[str, Any]:
+    """The error answer to a request whose handling raised: an MCPError as it says, anything else as an internal error.
+
+    The internal error's details go to the log only; the client learns nothing of them.
+    """
+    if isinstance(exc, MCPError):
+        return error_message(request.id, exc.code, exc.message, exc.data)
+    logger.error("internal error while handling %s", request.method, exc_info=exc)
+    return error_message(request.id, INTERNAL_ERROR, "Internal error")
+
+
+def notifier(sink: Sink) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
+    """What a request's Context sends its notifications (log messages, progress) through."""
+
+    async def send_notification(method: str, params: dict[str, Any]) -> None:
+        await sink({"jsonrpc": "2.0", "method": method, "params": params})
+
+    return send_notification
 
 
 def _valid_id(value: Any) -> bool:

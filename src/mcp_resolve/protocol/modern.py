@@ -9,8 +9,7 @@ engine only ever see plaintext.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import (
@@ -23,12 +22,19 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..context import LOG_LEVELS, RequestScope
-from ..errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, InvalidRequestState, MCPError
+from ..context import LOG_LEVELS, Context, RequestScope
+from ..errors import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    InvalidRequestState,
+    MCPError,
+)
 from ..resolve.questions import Question
 from ..resolve.run import PENDING
 from ..resolve.state import StateRecord, question_digest
 from ..sealing import StateBinding, digest_arguments
+from .jsonrpc import IncomingRequest, Sink, failure_message, notifier, result_message
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -38,12 +44,11 @@ __all__ = [
     "REMOVED_METHODS",
     "BatchQuestioner",
     "BindingOnce",
-    "Envelope",
     "discover",
     "expose_round",
     "finish_result",
     "open_state",
-    "read_envelope",
+    "respond",
     "seal_state",
     "state_binding",
 ]
@@ -65,15 +70,53 @@ CACHEABLE_METHODS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class Envelope:
-    protocol_version: str
-    client_capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None
-    log_level: Any
+async def respond(
+    server: MCPServer,
+    request: IncomingRequest,
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+) -> dict[str, Any]:
+    """The response message to one 2026-07-28 request (a result or an error); never raises for bad input.
+
+    The request carries all its context in `meta`, so it needs no connection:
+    the HTTP endpoint calls this straight from its POST, and a stream
+    transport's `Connection` hands over any request that carries the envelope.
+    """
+    method, params = request.method, request.params
+    try:
+        scope = _request_scope(server, request, meta, sink, principal, headers)
+        if method == "server/discover":
+            return result_message(request.id, finish_result(server, method, discover(server)))
+        if method in REMOVED_METHODS:
+            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
+        handler = server.handler(method)
+        if method not in MULTI_ROUND_METHODS:
+            scope.questioner = BatchQuestioner(params)
+            result = await handler(params, Context(scope))
+            return result_message(request.id, finish_result(server, method, result))
+        binding_of = BindingOnce(server, method, params, principal)
+        params = await open_state(server, method, params, binding_of)
+        scope.questioner = BatchQuestioner(params)
+        expose_round(scope, params)
+        result = await handler(params, Context(scope))
+        if result.get("resultType") == "input_required":
+            seal_state(server, binding_of, result)
+        return result_message(request.id, finish_result(server, method, result))
+    except Exception as exc:
+        return failure_message(request, exc)
 
 
-def read_envelope(meta: dict[str, Any]) -> Envelope:
+def _request_scope(
+    server: MCPServer,
+    request: IncomingRequest,
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+) -> RequestScope:
+    """The request's scope, from its `_meta` envelope, which is checked first: a bad one is the request's error."""
     version = meta.get(PROTOCOL_VERSION_META_KEY)
     if version not in MODERN_PROTOCOL_VERSIONS:
         raise MCPError(
@@ -99,7 +142,22 @@ def read_envelope(meta: dict[str, Any]) -> Envelope:
     log_level = meta.get(LOG_LEVEL_META_KEY)
     if log_level is not None and log_level not in LOG_LEVELS:
         raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r} in _meta")
-    return Envelope(version, capabilities, client_info, log_level)
+    return RequestScope(
+        request_id=request.id,
+        method=request.method,
+        era="modern",
+        protocol_version=version,
+        client_capabilities=capabilities,
+        client_info=client_info,
+        log_level=log_level,
+        progress_token=meta.get("progressToken"),
+        meta=meta,
+        send_notification=notifier(sink),
+        send_request=None,
+        lifespan_context=server.lifespan_context,
+        headers=headers,
+        principal=principal,
+    )
 
 
 def discover(server: MCPServer) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """One connection's dispatch: requests in flight, answers to our own requests, cancellation.
 
 A connection is whatever a transport holds open: a stdio process, an
-in-memory pair, or one HTTP session (handshake era). Modern-era HTTP POSTs
-use a throwaway connection each, since 2026-07-28 requests carry all their
-context. Messages toward the client go through a `Sink` chosen per request,
+in-memory pair, or one HTTP session (handshake era). A 2026-07-28 request
+carries all its context, so a connection hands it to `modern.respond` (and
+an HTTP POST of one needs no connection at all). Messages toward the client
+go through a `Sink` chosen per request,
 which is how an HTTP response stream carries exactly its own request's
 notifications and questions.
 """
@@ -11,7 +12,7 @@ notifications and questions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -19,14 +20,17 @@ import anyio.abc
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from ..context import Context, RequestScope
-from ..errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, MCPError
+from ..errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from . import handshake, modern
 from .jsonrpc import (
     IncomingNotification,
     IncomingRequest,
     IncomingResponse,
+    Sink,
     decode,
     error_message,
+    failure_message,
+    notifier,
     result_message,
 )
 
@@ -36,9 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["Connection", "Sink"]
 
 logger = logging.getLogger("mcp_resolve.protocol")
-
-Sink = Callable[[dict[str, Any]], Awaitable[None]]
-"""Sends one message toward the client on the channel of the request it belongs to."""
 
 
 class _Waiter:
@@ -165,13 +166,14 @@ class Connection:
 
     async def respond(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
         """The response message for `request` (a result or an error); never raises for bad input."""
+        meta = request.params.get("_meta")
+        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
+            headers = request.headers if request.headers is not None else self.headers
+            return await modern.respond(self.server, request, meta, sink, self.principal, headers)
         try:
-            return result_message(request.id, await self._dispatch(request, sink))
-        except MCPError as exc:
-            return error_message(request.id, exc.code, exc.message, exc.data)
-        except Exception:
-            logger.exception("internal error while handling %s", request.method)
-            return error_message(request.id, INTERNAL_ERROR, "Internal error")
+            return result_message(request.id, await self._dispatch(request, meta, sink))
+        except Exception as exc:
+            return failure_message(request, exc)
 
     async def send_request(self, method: str, params: dict[str, Any], sink: Sink) -> dict[str, Any]:
         """Ask the client something mid-call (handshake era) and wait for its answer."""
@@ -231,11 +233,8 @@ class Connection:
         return True
 
     # -- dispatch ------------------------------------------------------------------------
-    async def _dispatch(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
+    async def _dispatch(self, request: IncomingRequest, meta: Any, sink: Sink) -> dict[str, Any]:
         method, params = request.method, request.params
-        meta = params.get("_meta")
-        if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
-            return await self._dispatch_modern(request, meta, sink)
         if method == "initialize":
             self.handshake, result = handshake.initialize(self.server, params)
             self.server.connections.add(self)
@@ -266,80 +265,22 @@ class Connection:
         async def send_request(m: str, p: dict[str, Any]) -> dict[str, Any]:
             return await self.send_request(m, p, sink)
 
-        scope = self._scope(
-            request,
-            "handshake",
-            state.protocol_version,
-            state.client_capabilities,
-            state.client_info,
-            state.log_level,
-            meta,
-            sink,
-            send_request,
-        )
-        scope.questioner = handshake.LiveQuestioner(send_request)
-        result = await self.server.call_handler(method, request.params, Context(scope))
-        return handshake.finish_result(result)
-
-    async def _dispatch_modern(
-        self, request: IncomingRequest, meta: dict[str, Any], sink: Sink
-    ) -> dict[str, Any]:
-        server, method, params = self.server, request.method, request.params
-        envelope = modern.read_envelope(meta)
-        if method == "server/discover":
-            return modern.finish_result(server, method, modern.discover(server))
-        if method in modern.REMOVED_METHODS:
-            raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
-        binding_of = modern.BindingOnce(server, method, params, self.principal)
-        if method in modern.MULTI_ROUND_METHODS:
-            params = await modern.open_state(server, method, params, binding_of)
-        scope = self._scope(
-            request,
-            "modern",
-            envelope.protocol_version,
-            envelope.client_capabilities,
-            envelope.client_info,
-            envelope.log_level,
-            meta,
-            sink,
-            None,
-        )
-        scope.questioner = modern.BatchQuestioner(params)
-        if method in modern.MULTI_ROUND_METHODS:
-            modern.expose_round(scope, params)
-        result = await server.call_handler(method, params, Context(scope))
-        if method in modern.MULTI_ROUND_METHODS and result.get("resultType") == "input_required":
-            modern.seal_state(server, binding_of, result)
-        return modern.finish_result(server, method, result)
-
-    def _scope(
-        self,
-        request: IncomingRequest,
-        era: Any,
-        version: str,
-        capabilities: dict[str, Any],
-        client_info: dict[str, Any] | None,
-        log_level: Any,
-        meta: dict[str, Any],
-        sink: Sink,
-        send_request: Any,
-    ) -> RequestScope:
-        async def send_notification(method: str, params: dict[str, Any]) -> None:
-            await sink({"jsonrpc": "2.0", "method": method, "params": params})
-
-        return RequestScope(
+        handler = self.server.handler(method)
+        scope = RequestScope(
             request_id=request.id,
-            method=request.method,
-            era=era,
-            protocol_version=version,
-            client_capabilities=capabilities,
-            client_info=client_info,
-            log_level=log_level,
+            method=method,
+            era="handshake",
+            protocol_version=state.protocol_version,
+            client_capabilities=state.client_capabilities,
+            client_info=state.client_info,
+            log_level=state.log_level,
             progress_token=meta.get("progressToken"),
             meta=meta,
-            send_notification=send_notification,
+            send_notification=notifier(sink),
             send_request=send_request,
             lifespan_context=self.server.lifespan_context,
             headers=request.headers if request.headers is not None else self.headers,
             principal=self.principal,
+            questioner=handshake.LiveQuestioner(send_request),
         )
+        return handshake.finish_result(await handler(request.params, Context(scope)))

@@ -2,7 +2,8 @@
 
 A POST whose `MCP-Protocol-Version` header names anything but a handshake-era
 version (or, header-less, whose body carries modern `_meta`) is a
-self-contained 2026-07-28 request, served on a throwaway `Connection`.
+self-contained 2026-07-28 request, answered by `protocol.modern.respond`
+with no connection at all.
 Everything else belongs to a handshake-era session opened by `initialize` and
 named by `Mcp-Session-Id`; its mid-call questions ride the SSE stream of the
 POST that caused them and their answers come back as POSTs.
@@ -32,6 +33,7 @@ from ..errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     MCPError,
 )
+from ..protocol import modern
 from ..protocol.jsonrpc import (
     Incoming,
     IncomingNotification,
@@ -230,10 +232,10 @@ class StreamableHTTPEndpoint:
         if rejection is not None:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
-        connection = Connection(self.server, headers=headers, principal=self._principal(scope, receive))
+        server, meta, principal = self.server, message.params["_meta"], self._principal(scope, receive)
 
         async def work(sink: Sink) -> None:
-            await sink(await connection.respond(message, sink))
+            await sink(await modern.respond(server, message, meta, sink, principal, headers))
 
         await exchange.run(work, receive, send)
         return None
