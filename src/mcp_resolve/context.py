@@ -107,13 +107,36 @@ class _RequestContextView:
 
 
 class Context(Generic[LifespanT, RequestT]):
-    """One request, as seen by the code that serves it."""
+    """One request, as seen by the code that serves it.
 
-    __slots__ = ("_questioner", "_scope")
+    Given a function instead of a RequestScope, it builds the scope the first
+    time something reads it: most tools never look at their request, and the
+    scope is a good share of what serving a call costs (its questioner, the
+    envelope's parts, a notification sender).
+    """
 
-    def __init__(self, scope: RequestScope) -> None:
-        self._scope = scope
-        self._questioner = scope.questioner
+    __slots__ = ("_build", "_built")
+
+    def __init__(self, scope: RequestScope | Callable[[], RequestScope]) -> None:
+        if isinstance(scope, RequestScope):
+            self._built: RequestScope | None = scope
+            self._build: Callable[[], RequestScope] | None = None
+        else:
+            self._built, self._build = None, scope
+
+    @property
+    def _scope(self) -> RequestScope:
+        scope = self._built
+        if scope is None:
+            assert self._build is not None
+            scope = self._built = self._build()
+            self._build = None
+        return scope
+
+    @property
+    def _questioner(self) -> Questioner | None:
+        """How the resolver engine asks this request's client its questions (None: it cannot)."""
+        return self._scope.questioner
 
     # -- who is asking -------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ engine only ever see plaintext.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcp_types import (
@@ -45,7 +46,6 @@ __all__ = [
     "BatchQuestioner",
     "BindingOnce",
     "discover",
-    "expose_round",
     "finish_result",
     "open_state",
     "respond",
@@ -83,40 +83,40 @@ async def respond(
     The request carries all its context in `meta`, so it needs no connection:
     the HTTP endpoint calls this straight from its POST, and a stream
     transport's `Connection` hands over any request that carries the envelope.
+    The envelope is checked before anything runs; the request scope made from
+    it is built only if the handler reads its Context.
     """
     method, params = request.method, request.params
     try:
-        scope = _request_scope(server, request, meta, sink, principal, headers)
+        _check_envelope(meta)
         if method == "server/discover":
             return result_message(request.id, finish_result(server, method, discover(server)))
         if method in REMOVED_METHODS:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
         handler = server.handler(method)
+        if "inputResponses" in params:
+            _input_responses(params)  # a malformed map is the request's error, whoever would read it
         if method not in MULTI_ROUND_METHODS:
-            scope.questioner = BatchQuestioner(params)
+            scope = partial(_request_scope, server, request, params, meta, sink, principal, headers)
             result = await handler(params, Context(scope))
             return result_message(request.id, finish_result(server, method, result))
-        binding_of = BindingOnce(server, method, params, principal)
-        params = await open_state(server, method, params, binding_of)
-        scope.questioner = BatchQuestioner(params)
-        expose_round(scope, params)
+        binding: BindingOnce | None = None
+        if params.get("requestState") is not None:
+            binding = BindingOnce(server, method, params, principal)
+            params = await open_state(server, method, params, binding)
+        scope = partial(_round_scope, server, request, params, meta, sink, principal, headers)
         result = await handler(params, Context(scope))
         if result.get("resultType") == "input_required":
-            seal_state(server, binding_of, result)
+            if binding is None:
+                binding = BindingOnce(server, method, params, principal)
+            seal_state(server, binding, result)
         return result_message(request.id, finish_result(server, method, result))
     except Exception as exc:
         return failure_message(request, exc)
 
 
-def _request_scope(
-    server: MCPServer,
-    request: IncomingRequest,
-    meta: dict[str, Any],
-    sink: Sink,
-    principal: str | None,
-    headers: Mapping[str, str] | None,
-) -> RequestScope:
-    """The request's scope, from its `_meta` envelope, which is checked first: a bad one is the request's error."""
+def _check_envelope(meta: dict[str, Any]) -> None:
+    """Refuse a request whose `_meta` envelope is unusable: an unsupported version, or a malformed part."""
     version = meta.get(PROTOCOL_VERSION_META_KEY)
     if version not in MODERN_PROTOCOL_VERSIONS:
         raise MCPError(
@@ -127,8 +127,7 @@ def _request_scope(
                 "requested": version if isinstance(version, str) else str(version),
             },
         )
-    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-    if not isinstance(capabilities, dict):
+    if not isinstance(meta.get(CLIENT_CAPABILITIES_META_KEY), dict):
         raise MCPError(
             INVALID_PARAMS, f"Invalid params: _meta needs an object at {CLIENT_CAPABILITIES_META_KEY!r}"
         )
@@ -142,14 +141,26 @@ def _request_scope(
     log_level = meta.get(LOG_LEVEL_META_KEY)
     if log_level is not None and log_level not in LOG_LEVELS:
         raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r} in _meta")
+
+
+def _request_scope(
+    server: MCPServer,
+    request: IncomingRequest,
+    params: dict[str, Any],
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+) -> RequestScope:
+    """The scope of a request whose envelope passed `_check_envelope`."""
     return RequestScope(
         request_id=request.id,
         method=request.method,
         era="modern",
-        protocol_version=version,
-        client_capabilities=capabilities,
-        client_info=client_info,
-        log_level=log_level,
+        protocol_version=meta[PROTOCOL_VERSION_META_KEY],
+        client_capabilities=meta[CLIENT_CAPABILITIES_META_KEY],
+        client_info=meta.get(CLIENT_INFO_META_KEY),
+        log_level=meta.get(LOG_LEVEL_META_KEY),
         progress_token=meta.get("progressToken"),
         meta=meta,
         send_notification=notifier(sink),
@@ -157,7 +168,25 @@ def _request_scope(
         lifespan_context=server.lifespan_context,
         headers=headers,
         principal=principal,
+        questioner=BatchQuestioner(params),
     )
+
+
+def _round_scope(
+    server: MCPServer,
+    request: IncomingRequest,
+    params: dict[str, Any],
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+) -> RequestScope:
+    """The scope of a round of a multi-round method: hand-written handlers see its verified state and answers."""
+    scope = _request_scope(server, request, params, meta, sink, principal, headers)
+    state, responses = params.get("requestState"), params.get("inputResponses")
+    scope.request_state = state if isinstance(state, str) else None
+    scope.input_responses = responses if isinstance(responses, dict) else {}
+    return scope
 
 
 def discover(server: MCPServer) -> dict[str, Any]:
@@ -238,13 +267,6 @@ async def open_state(
         server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
         raise MCPError.invalid_state()
     return {**params, "requestState": opened.payload.decode("utf-8", "replace")}
-
-
-def expose_round(scope: RequestScope, params: dict[str, Any]) -> None:
-    """Give hand-written handlers this round's verified plaintext state and the client's answers."""
-    state, responses = params.get("requestState"), params.get("inputResponses")
-    scope.request_state = state if isinstance(state, str) else None
-    scope.input_responses = responses if isinstance(responses, dict) else {}
 
 
 def _input_responses(params: dict[str, Any]) -> dict[str, Any]:

@@ -158,7 +158,6 @@ class _CallRun:
         self.plans = plans
         self.tool_args = tool_args
         self.context = context
-        self.questioner: Questioner | None = getattr(context, "_questioner", None)
         self.exit_stack = exit_stack
         self.outcomes: dict[Hashable, Any] = {}
         self.pending: dict[Hashable, tuple[str, Question]] = {}
@@ -172,6 +171,11 @@ class _CallRun:
         self.remaining: list[tuple[int, _Step]] = []
         """The steps neither applied nor started yet, with their index in the one-after-another order."""
         self._position: dict[int, int] | None = None
+
+    @property
+    def questioner(self) -> Questioner | None:
+        """Read when a question is asked, not before: the context builds its request scope on first use."""
+        return getattr(self.context, "_questioner", None)
 
     async def execute(self, call: CallPlan) -> dict[str, Any] | InputRequiredResult:
         steps = self.steps = call.steps
