@@ -175,6 +175,8 @@ class HandlerSignature:
     async def invoke(self, arguments: dict[str, Any], context: Context) -> Any:
         """Run resolvers, then the body, then the resolvers' cleanup; returns the body's value or the round's InputRequiredResult."""
         if not self.resolved_params:
+            if self.is_async and not self.context_params:  # the body alone: nothing to add to its arguments
+                return await self.fn(**arguments)
             return await self._run_body(dict(arguments), context)
         plans = self.plans()  # first: it refreshes self._call after a dependency_overrides change
         call = self._call

@@ -42,7 +42,7 @@ from ..protocol.jsonrpc import (
     decode,
     error_message,
 )
-from ..protocol.session import Connection, Sink
+from ..protocol.session import Connection
 from .http_exchange import SSE_HEADERS, Exchange, sse_event
 from .http_guard import (
     ClientGone,
@@ -232,12 +232,9 @@ class StreamableHTTPEndpoint:
         if rejection is not None:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
-        server, meta, principal = self.server, message.params["_meta"], self._principal(scope, receive)
-
-        async def work(sink: Sink) -> None:
-            await sink(await modern.respond(server, message, meta, sink, principal, headers))
-
-        await exchange.run(work, receive, send)
+        meta, principal = message.params["_meta"], self._principal(scope, receive)
+        answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
+        await exchange.run(answer, receive, send)
         return None
 
     async def _handshake(
@@ -306,15 +303,15 @@ class StreamableHTTPEndpoint:
                 self.sessions.add(session)
             return {SESSION_HEADER: session.id}
 
-        async def work(sink: Sink) -> None:
+        async def answer() -> None:  # the connection sends the answer itself, through the sink
             with session.activity():
                 # Built directly: dataclasses.replace() re-reads the fields on every call.
                 request = IncomingRequest(message.id, message.method, message.params, headers)
-                await session.connection.handle_request(request, sink)
+                await session.connection.handle_request(request, exchange.sink)
 
         exchange.headers_of = commit_headers
         exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
-        await exchange.run(work, receive, send)
+        await exchange.run(answer(), receive, send)
 
     # -- GET and DELETE ----------------------------------------------------------------------
     async def _get_or_delete(

@@ -27,7 +27,6 @@ from starlette.types import Receive, Send
 
 from ..errors import INTERNAL_ERROR, MCPError
 from ..protocol.jsonrpc import encode
-from ..protocol.session import Sink
 
 __all__ = ["SSE_HEADERS", "Exchange", "sse_event"]
 
@@ -136,13 +135,17 @@ class Exchange:
             await self._stream(sse_event(message))
         # else: the JSON answer is out and a JSON body has room for nothing more
 
-    async def run(self, work: Callable[[Sink], Awaitable[None]], receive: Receive, send: Send) -> None:
-        """Run `work(sink)` (which must send the final response through the sink) and answer the POST."""
+    async def run(self, answer: Awaitable[dict[str, Any] | None], receive: Receive, send: Send) -> None:
+        """Await the request's `answer` and write it to the POST's client.
+
+        Whatever the work sends before its answer goes through `sink`; the answer
+        is None when the work sent its own (or, cancelled, has none).
+        """
         self._send = send
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # another event loop (trio): a task group carries the guard
-            await self._run_in_task_group(work, receive)
+            await self._run_in_task_group(answer, receive)
             return
         # On asyncio the guard is a plain task, started only once the work has been paused for
         # GUARD_DELAY: a guard can do nothing while the work runs, a plain JSON answer usually never
@@ -156,7 +159,9 @@ class Exchange:
             self._scope = scope
             self._wakeup = loop.call_soon(self._first_pause, loop)
             try:
-                await work(self.sink)
+                message = await answer
+                if message is not None:
+                    await self.sink(message)
                 await self._finish()
                 guard = self._guard_task
                 if guard is not None and not guard.done():
@@ -183,11 +188,13 @@ class Exchange:
         if not self._answered:
             self._guard_task = loop.create_task(self._guard(self._receive, self._scope))
 
-    async def _run_in_task_group(self, work: Callable[[Sink], Awaitable[None]], receive: Receive) -> None:
+    async def _run_in_task_group(self, answer: Awaitable[dict[str, Any] | None], receive: Receive) -> None:
         self._quiet_since = anyio.current_time()
         async with anyio.create_task_group() as group:
             group.start_soon(self._guard, receive, group.cancel_scope)
-            await work(self.sink)
+            message = await answer
+            if message is not None:
+                await self.sink(message)
             await self._finish()
             # As above; and anyio's cancel() formats the current task's repr into its reason, a
             # cost worth skipping when the guard has already ended by itself.
