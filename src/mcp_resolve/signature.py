@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Hashable, Mapping
-from contextlib import AsyncExitStack, nullcontext
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, get_type_hints
@@ -33,8 +33,6 @@ from .resolve.plan import (
 from .resolve.run import CallPlan, plan_call, run_steps
 
 __all__ = ["ArgumentError", "HandlerSignature", "Overrides"]
-
-_NO_CLEANUP: nullcontext[None] = nullcontext()
 
 
 class Overrides(dict[Any, Callable[..., Any]]):
@@ -181,12 +179,23 @@ class HandlerSignature:
         plans = self.plans()  # first: it refreshes self._call after a dependency_overrides change
         call = self._call
         assert call is not None
-        # Only generator resolvers leave cleanup for after the body; without them no stack is paid for.
-        async with AsyncExitStack() if call.has_generators else _NO_CLEANUP as exit_stack:
-            injected = await run_steps(call, plans, arguments, context, exit_stack=exit_stack)
-            if isinstance(injected, InputRequiredResult):
-                return injected
-            return await self._run_body({**arguments, **injected}, context)
+        if call.has_generators:  # their cleanup runs after the body
+            async with AsyncExitStack() as exit_stack:
+                return await self._resolve_and_run(call, plans, arguments, context, exit_stack)
+        return await self._resolve_and_run(call, plans, arguments, context, None)
+
+    async def _resolve_and_run(
+        self,
+        call: CallPlan,
+        plans: dict[Hashable, ResolverPlan],
+        arguments: dict[str, Any],
+        context: Context,
+        exit_stack: AsyncExitStack | None,
+    ) -> Any:
+        injected = await run_steps(call, plans, arguments, context, exit_stack=exit_stack)
+        if isinstance(injected, InputRequiredResult):
+            return injected
+        return await self._run_body({**arguments, **injected}, context)
 
     async def _run_body(self, values: dict[str, Any], context: Context) -> Any:
         for param in self.context_params:

@@ -224,9 +224,13 @@ class _CallRun:
             except ToolError:
                 return index
             assert inputs is not None
-            status, value = await self._attempt(step, inputs)
-            if status != "ok":
-                self._settle(step.key, status, value)
+            try:  # _attempt, without its coroutine and tuple: a straight walk awaits every resolver
+                value = await self._invoke(step, inputs)
+            except Exception as exc:
+                self._settle(step.key, "error", exc)
+                return index + 1
+            if isinstance(value, _Pending):
+                self._settle(step.key, "pending", (value.wire_key, value.question))
                 return index + 1
             self.outcomes[step.key] = value
         return len(steps)
