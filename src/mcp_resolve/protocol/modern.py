@@ -96,17 +96,14 @@ async def respond(
         handler = server.handler(method)
         if "inputResponses" in params:
             _input_responses(params)  # a malformed map is the request's error, whoever would read it
-        if method not in MULTI_ROUND_METHODS:
-            scope = partial(_request_scope, server, request, params, meta, sink, principal, headers)
-            result = await handler(params, Context(scope))
-            return result_message(request.id, finish_result(server, method, result))
+        rounds = method in MULTI_ROUND_METHODS
         binding: BindingOnce | None = None
-        if params.get("requestState") is not None:
+        if rounds and params.get("requestState") is not None:
             binding = BindingOnce(server, method, params, principal)
             params = await open_state(server, method, params, binding)
-        scope = partial(_round_scope, server, request, params, meta, sink, principal, headers)
+        scope = partial(_request_scope, server, request, params, meta, sink, principal, headers, rounds)
         result = await handler(params, Context(scope))
-        if result.get("resultType") == "input_required":
+        if rounds and result.get("resultType") == "input_required":
             if binding is None:
                 binding = BindingOnce(server, method, params, principal)
             seal_state(server, binding, result)
@@ -151,9 +148,14 @@ def _request_scope(
     sink: Sink,
     principal: str | None,
     headers: Mapping[str, str] | None,
+    rounds: bool,
 ) -> RequestScope:
-    """The scope of a request whose envelope passed `_check_envelope`."""
-    return RequestScope(
+    """The scope of a request whose envelope passed `_check_envelope`.
+
+    On a method that may take several rounds (`rounds`), hand-written handlers
+    also see the round's verified plaintext state and the client's answers.
+    """
+    scope = RequestScope(
         request_id=request.id,
         method=request.method,
         era="modern",
@@ -170,22 +172,10 @@ def _request_scope(
         principal=principal,
         questioner=BatchQuestioner(params),
     )
-
-
-def _round_scope(
-    server: MCPServer,
-    request: IncomingRequest,
-    params: dict[str, Any],
-    meta: dict[str, Any],
-    sink: Sink,
-    principal: str | None,
-    headers: Mapping[str, str] | None,
-) -> RequestScope:
-    """The scope of a round of a multi-round method: hand-written handlers see its verified state and answers."""
-    scope = _request_scope(server, request, params, meta, sink, principal, headers)
-    state, responses = params.get("requestState"), params.get("inputResponses")
-    scope.request_state = state if isinstance(state, str) else None
-    scope.input_responses = responses if isinstance(responses, dict) else {}
+    if rounds:
+        state, responses = params.get("requestState"), params.get("inputResponses")
+        scope.request_state = state if isinstance(state, str) else None
+        scope.input_responses = responses if isinstance(responses, dict) else {}
     return scope
 
 

@@ -4,9 +4,8 @@ A connection is whatever a transport holds open: a stdio process, an
 in-memory pair, or one HTTP session (handshake era). A 2026-07-28 request
 carries all its context, so a connection hands it to `modern.respond` (and
 an HTTP POST of one needs no connection at all). Messages toward the client
-go through a `Sink` chosen per request,
-which is how an HTTP response stream carries exactly its own request's
-notifications and questions.
+go through a `Sink` chosen per request, which is how an HTTP response stream
+carries exactly its own request's notifications and questions.
 """
 
 from __future__ import annotations
