@@ -3,11 +3,11 @@
 Every framework's server is driven by the same client (the official `mcp`
 Client), so only the server differs; on HTTP 2026-07-28 a bare ASGI app
 (`servers/floor.py`) answers W1 beside them, to show the floor they share.
-The primary figure is the server's CPU
-time per call, read from the server process; each figure is the median of the
-repetitions, and each ratio is taken within one repetition (the frameworks
-take turns block by block, `measure_interleaved`), then the median of those
-ratios is reported. See README.md.
+The primary figure is the server's CPU time per call, read from the server
+process; each figure is the median of the repetitions, and each ratio is
+taken within one repetition (the frameworks take turns block by block,
+`measure_interleaved`), then the median of those ratios is reported. See
+README.md.
 """
 
 from __future__ import annotations

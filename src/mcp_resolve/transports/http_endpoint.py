@@ -2,11 +2,11 @@
 
 A POST whose `MCP-Protocol-Version` header names anything but a handshake-era
 version (or, header-less, whose body carries modern `_meta`) is a
-self-contained 2026-07-28 request, answered by `protocol.modern.respond`
-with no connection at all.
-Everything else belongs to a handshake-era session opened by `initialize` and
-named by `Mcp-Session-Id`; its mid-call questions ride the SSE stream of the
-POST that caused them and their answers come back as POSTs.
+self-contained 2026-07-28 request, answered by `protocol.modern.respond` with
+no connection at all. Everything else belongs to a handshake-era session
+opened by `initialize` and named by `Mcp-Session-Id`; its mid-call questions
+ride the SSE stream of the POST that caused them and their answers come back
+as POSTs.
 """
 
 from __future__ import annotations
