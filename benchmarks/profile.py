@@ -2,7 +2,7 @@
 
 A raw JSON-RPC client (one request written, one answer read, no MCP client
 library) keeps the client's cost out of the picture; the server's CPU per
-call comes from /proc, and with `--py-spy` (install it yourself: `pip install
+call comes from its CPU clock, and with `--py-spy` (install it yourself: `pip install
 py-spy`) the server is sampled and its functions listed by inclusive share of
 the active samples.
 

@@ -79,9 +79,8 @@ class Sizes:
 
     @classmethod
     def full(cls) -> Sizes:
-        # Server CPU comes from /proc in 10 ms ticks: a phase needs well over a hundred of them.
-        # Over HTTP our server spends a few tenths of a millisecond per W1 call: 2,000 calls make 50-80
-        # ticks, read at the ends of 5 blocks, so the rounding alone is about +-1.5 % (random, not biased).
+        # Over HTTP our server spends a few tenths of a millisecond per W1 call; 2,000 calls make a
+        # phase long enough (about a second of our CPU) to span the machine's moment-to-moment noise.
         fast = {"W1": 1000, "W2": 1000, "W3": 30, "W3n": 30, "W4": 100}
         http = {"W1": 2000, "W2": 2000, "W3": 30, "W3n": 30, "W4": 150}
         return cls({"memory": fast, "stdio": fast, "http": http}, 5, 3, 5, 1000, 5)

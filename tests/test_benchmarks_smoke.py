@@ -9,6 +9,7 @@ prescribes, and the result file and table came out.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -146,3 +147,53 @@ def test_the_instruction_counter_names_unknown_workloads_and_modes() -> None:
     finished = instructions("--drive", "W1", "2", "--flushes")
     assert finished.returncode == 2
     assert "unknown driver mode '--flushes'" in finished.stderr
+
+
+_BURNER = """
+import sys, threading, time
+
+def burn(seconds):
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+worker = threading.Thread(target=burn, args=(0.2,))
+worker.start()
+worker.join()
+print("ready", flush=True)
+sys.stdin.readline()
+burn(0.003)
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_server_cpu_is_read_finer_than_clock_ticks_and_counts_ended_threads() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.harness import process_cpu
+
+    child = subprocess.Popen(
+        [PYTHON, "-c", _BURNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline() == "ready\n"
+        before = process_cpu(child.pid)
+        # The thread that burnt 0.2 s has ended; its time still counts, as in /proc/<pid>/stat.
+        assert before >= 0.2
+        with open(f"/proc/{child.pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert abs(before - ticks) < 0.03, (before, ticks)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "done\n"
+        spent = process_cpu(child.pid) - before
+        # 3 ms of burning (plus a line read and written) lies between two 10 ms ticks: a tick count
+        # would read 0 or 0.01 here.
+        assert 0.003 <= spent < 0.009, spent
+    finally:
+        child.kill()
+        child.wait()
