@@ -20,6 +20,32 @@ def _ratios(mine: list[float], theirs: list[float]) -> float | None:
     return _median(pairs)
 
 
+def _cpu_ratio(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> float | None:
+    """Server CPU per call against another's: the median over pairs of blocks that ran back to back.
+
+    The frameworks take a phase's calls in turns of one block each (run.py),
+    so a block of ours and the official's block of the same turn ran seconds
+    apart, under the same load. This host's load comes in bursts of seconds
+    that raised one repetition's CPU per call by up to a third; a ratio of two
+    whole repetitions carries whatever burst fell in either, while the median
+    over all turns of all repetitions (15 in a full run) leaves them out.
+    Results written before blocks were recorded fall back to repetitions.
+    """
+    blocks = [
+        a / b
+        for rep_mine, rep_theirs in zip(mine, theirs, strict=True)
+        for a, b in zip(
+            rep_mine.get("block_cpu_ms_per_call", ()),
+            rep_theirs.get("block_cpu_ms_per_call", ()),
+            strict=True,
+        )
+        if b
+    ]
+    if blocks:
+        return _median(blocks)
+    return _ratios([s["cpu_ms_per_call"] for s in mine], [s["cpu_ms_per_call"] for s in theirs])
+
+
 def _over_floor(
     reps: list[dict[str, Any]], floor: list[dict[str, Any]], official: list[dict[str, Any]] | None
 ) -> dict[str, Any]:
@@ -85,7 +111,8 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                     row[figure] = _median([s[figure] for s in reps if figure in s])
                 official = samples.get("official", {}).get(workload)
                 if name != "official" and official:
-                    row["cpu_vs_official"] = _ratios(
+                    row["cpu_vs_official"] = _cpu_ratio(reps, official)
+                    row["cpu_vs_official_by_rep"] = _ratios(
                         [s["cpu_ms_per_call"] for s in reps], [s["cpu_ms_per_call"] for s in official]
                     )
                     row["calls_per_s_vs_official"] = _ratios(
@@ -128,11 +155,16 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The issue's targets for ours against the official SDK, each with the figure that decides it."""
     checks: list[dict[str, Any]] = []
 
-    def check(name: str, value: float | None, limit: float, *, at_most: bool = True) -> None:
+    def check(
+        name: str, value: float | None, limit: float, *, at_most: bool = True, by_rep: float | None = None
+    ) -> None:
         if value is None:
             return
         met = value <= limit if at_most else value > limit
-        checks.append({"target": name, "value": round(value, 3), "limit": limit, "met": met})
+        entry = {"target": name, "value": round(value, 3), "limit": limit, "met": met}
+        if by_rep is not None:
+            entry["by_rep"] = round(by_rep, 3)
+        checks.append(entry)
 
     for row in summary["rows"]:
         if row["framework"] != "ours":
@@ -140,14 +172,24 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
         where = f"{row['workload']} {row['scenario']}"
         if row["workload"] in ("W1", "W2"):
             if row["transport"] in ("stdio", "http"):
-                check(f"{where}: server CPU/call vs official", row.get("cpu_vs_official"), 0.25)
+                check(
+                    f"{where}: server CPU/call vs official",
+                    row.get("cpu_vs_official"),
+                    0.25,
+                    by_rep=row.get("cpu_vs_official_by_rep"),
+                )
             check(f"{where}: calls/s vs official", row.get("calls_per_s_vs_official"), 1.0, at_most=False)
         if row["workload"] == "W3" and row["clients"] == 1:
             check(f"{where}: p50 vs 20 ms critical path", row["p50_ms"] / W3_CRITICAL_PATH_MS, 1.25)
         if row["workload"] == "W4" and row["mode"] == "auto":
             check(f"{where}: rounds per refund", row["rounds"], 3.0)
             if row["transport"] != "memory":
-                check(f"{where}: server CPU/refund vs official", row.get("cpu_vs_official"), 1 / 3)
+                check(
+                    f"{where}: server CPU/refund vs official",
+                    row.get("cpu_vs_official"),
+                    1 / 3,
+                    by_rep=row.get("cpu_vs_official_by_rep"),
+                )
     ours = summary["startup"]["frameworks"].get("ours", {}).get("vs_official", {})
     check("idle stdio server RSS vs official", ours.get("idle_rss_mb"), 0.6)
     check("import time vs official", ours.get("import_ms"), 0.5)
@@ -179,7 +221,8 @@ def render(summary: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        "Per call (server CPU is the server process's user+sys; in memory it is client+server, one process)",
+        "Per call (server CPU is the server process's user+sys; in memory it is client+server, one process;"
+        " its x off. is the median over back-to-back block pairs)",
         f"{'scenario':<22} {'wl':<3} {'framework':<9} {'CPU ms/call':>11} {'x off.':>7} {'calls/s':>8} {'x off.':>7}"
         f" {'p50 ms':>7} {'p99 ms':>7} {'peak RSS':>8} {'rounds':>6} {'asks':>5}",
     ]
@@ -222,5 +265,8 @@ def render(summary: dict[str, Any]) -> str:
     lines += ["", "Targets (ours against the official SDK, same run)"]
     for target in summary["targets"]:
         verdict = "met " if target["met"] else "MISS"
-        lines.append(f"  {verdict} {target['target']}: {target['value']} (limit {target['limit']:.3g})")
+        by_rep = f"; whole repetitions {target['by_rep']}" if "by_rep" in target else ""
+        lines.append(
+            f"  {verdict} {target['target']}: {target['value']} (limit {target['limit']:.3g}{by_rep})"
+        )
     return "\n".join(lines)

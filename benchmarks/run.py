@@ -179,8 +179,12 @@ class PhaseTotals:
     latencies: list[float] = field(default_factory=list)
     rounds: int = 0
     asked: int = 0
+    block_cpu_ms: list[float] = field(default_factory=list)
+    """Each block's server CPU per call, in the order the blocks ran (see report.py)."""
 
     def add(self, block: PhaseTotals) -> None:
+        if block.calls:
+            self.block_cpu_ms.append(block.cpu / block.calls * 1000)
         self.calls += block.calls
         self.cpu += block.cpu
         self.wall += block.wall
@@ -193,6 +197,7 @@ class PhaseTotals:
         sample: dict[str, Any] = {
             "calls": self.calls,
             "cpu_ms_per_call": self.cpu / self.calls * 1000,
+            "block_cpu_ms_per_call": self.block_cpu_ms,
             "calls_per_s": self.calls / self.wall,
             "p50_ms": latencies[len(latencies) // 2] * 1000,
             "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,

@@ -97,6 +97,10 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
     # The frameworks take turns block by block; each sample adds its blocks up to the whole phase.
     [x16] = [s for s in results["scenarios"] if s["scenario"] == "http x16 2026-07-28"]
     assert [sample["calls"] for sample in x16["samples"]["ours"]["W1"]] == [32]
+    # Each block's CPU is kept, for the ratio over back-to-back turns (quick runs make 2 blocks).
+    assert [len(s["block_cpu_ms_per_call"]) for s in x16["samples"]["ours"]["W1"]] == [2]
+    assert all(cpu > 0 for cpu in x16["samples"]["official"]["W1"][0]["block_cpu_ms_per_call"])
+    assert "whole repetitions" in table
 
 
 INSTRUCTIONS = ROOT / "benchmarks" / "instructions.py"
@@ -197,3 +201,27 @@ def test_server_cpu_is_read_finer_than_clock_ticks_and_counts_ended_threads() ->
     finally:
         child.kill()
         child.wait()
+
+
+def test_the_cpu_ratio_pairs_blocks_that_ran_back_to_back() -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.report import _cpu_ratio
+
+    # Two repetitions of three turns; a burst of load hit the official server's second turn of the
+    # first repetition and ours in the last turn of the second.
+    ours = [
+        {"cpu_ms_per_call": 0.5, "block_cpu_ms_per_call": [0.5, 0.5, 0.5]},
+        {"cpu_ms_per_call": 0.7, "block_cpu_ms_per_call": [0.5, 0.5, 1.1]},
+    ]
+    official = [
+        {"cpu_ms_per_call": 2.4, "block_cpu_ms_per_call": [2.0, 3.2, 2.0]},
+        {"cpu_ms_per_call": 2.0, "block_cpu_ms_per_call": [2.0, 2.0, 2.0]},
+    ]
+    # Pairs: 0.25, 0.156, 0.25 and 0.25, 0.25, 0.55: the median leaves both bursts out.
+    assert _cpu_ratio(ours, official) == 0.25
+    # Whole repetitions carry them: 0.208 and 0.35.
+    without_blocks = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in ours]
+    theirs_without = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in official]
+    assert _cpu_ratio(without_blocks, theirs_without) == pytest.approx((0.5 / 2.4 + 0.7 / 2.0) / 2)
