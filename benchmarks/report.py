@@ -26,9 +26,9 @@ def _cpu_ratio(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> floa
     The frameworks take a phase's calls in turns of one block each (run.py),
     so a block of ours and the official's block of the same turn ran seconds
     apart, under the same load. This host's load comes in bursts of seconds
-    that raised one repetition's CPU per call by up to a third; a ratio of two
-    whole repetitions carries whatever burst fell in either, while the median
-    over all turns of all repetitions (15 in a full run) leaves them out.
+    that moved a repetition's CPU per call by up to 2x; a ratio of two whole
+    repetitions carries whatever burst fell in either, while the median over
+    all turns of all repetitions (15 in a full run) leaves them out.
     Results written before blocks were recorded fall back to repetitions.
     """
     blocks = [
