@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import ctypes
-import ctypes.util
 import importlib
 import math
 import os
@@ -62,7 +61,8 @@ class _Timespec(ctypes.Structure):
     _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
 
 
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""The C library this interpreter already has loaded (`find_library` would run `ldconfig` on every import)."""
 
 
 def process_cpu(pid: int | None) -> float:

@@ -8,11 +8,14 @@ prescribes, and the result file and table came out.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,6 +25,13 @@ from conftest import PYTHON, ROOT
 pytestmark = pytest.mark.slow
 
 DRIVER = ROOT / "benchmarks" / "run.py"
+
+
+def bench(module: str) -> ModuleType:
+    """`benchmarks.<module>`, imported from the checkout (pytest puts only tests/ on the path)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module(f"benchmarks.{module}")
 
 
 def run_quick(out: Path, *args: str) -> tuple[dict[str, Any], str]:
@@ -173,11 +183,7 @@ sys.stdin.readline()
 
 
 def test_server_cpu_is_read_finer_than_clock_ticks_and_counts_ended_threads() -> None:
-    import sys
-
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.harness import process_cpu
-
+    process_cpu = bench("harness").process_cpu
     child = subprocess.Popen(
         [PYTHON, "-c", _BURNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
@@ -204,11 +210,7 @@ def test_server_cpu_is_read_finer_than_clock_ticks_and_counts_ended_threads() ->
 
 
 def test_the_cpu_ratio_pairs_blocks_that_ran_back_to_back() -> None:
-    import sys
-
-    sys.path.insert(0, str(ROOT))
-    from benchmarks.report import _cpu_ratio
-
+    cpu_ratio = bench("report")._cpu_ratio
     # Two repetitions of three turns; a burst of load hit the official server's second turn of the
     # first repetition and ours in the last turn of the second.
     ours = [
@@ -220,8 +222,8 @@ def test_the_cpu_ratio_pairs_blocks_that_ran_back_to_back() -> None:
         {"cpu_ms_per_call": 2.0, "block_cpu_ms_per_call": [2.0, 2.0, 2.0]},
     ]
     # Pairs: 0.25, 0.156, 0.25 and 0.25, 0.25, 0.55: the median leaves both bursts out.
-    assert _cpu_ratio(ours, official) == 0.25
+    assert cpu_ratio(ours, official) == 0.25
     # Whole repetitions carry them: 0.208 and 0.35.
     without_blocks = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in ours]
     theirs_without = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in official]
-    assert _cpu_ratio(without_blocks, theirs_without) == pytest.approx((0.5 / 2.4 + 0.7 / 2.0) / 2)
+    assert cpu_ratio(without_blocks, theirs_without) == pytest.approx((0.5 / 2.4 + 0.7 / 2.0) / 2)
