@@ -39,9 +39,9 @@ async def test_a_cancelled_task_set_cancels_its_tasks_but_not_their_shielded_sec
     with anyio.fail_after(DEADLINE):
         with anyio.CancelScope() as outer:
             async with make() as tasks:
-                scope = anyio.CancelScope()
+                scope = tasks.new_scope()  # the set's own scopes: on asyncio, built without a backend lookup
                 tasks.start(scope, plain, scope)
-                inner = anyio.CancelScope()
+                inner = tasks.new_scope()
                 tasks.start(inner, shielded, inner)
                 await shielded_entered.wait()
                 outer.cancel()
@@ -63,8 +63,31 @@ async def test_a_task_set_hands_results_over_in_the_order_they_finish(make: Any)
 
     with anyio.fail_after(DEADLINE):
         async with make() as tasks:
-            tasks.start(anyio.CancelScope(), slow)
-            tasks.start(anyio.CancelScope(), fast)
+            tasks.start(tasks.new_scope(), slow)
+            tasks.start(tasks.new_scope(), fast)
             assert tasks.running == 2
             assert [await tasks.next_result(), await tasks.next_result()] == ["fast", "slow"]
             assert tasks.running == 0
+
+
+@pytest.mark.parametrize("make", TASK_SETS, ids=["asyncio tasks", "anyio task group"])
+async def test_a_task_set_scope_cancels_only_its_own_task(make: Any) -> None:
+    """What the engine relies on when a failure cancels the resolvers after it, and only those."""
+    with anyio.fail_after(DEADLINE):
+        async with make() as tasks:
+            assert type(tasks.new_scope()) is type(anyio.CancelScope())
+
+            async def waiting(scope: anyio.CancelScope, name: str) -> str:
+                with scope:
+                    await anyio.sleep(0.2)
+                    return f"{name} finished"
+                return f"{name} cancelled"
+
+            first, second = tasks.new_scope(), tasks.new_scope()
+            tasks.start(first, waiting, first, "first")
+            tasks.start(second, waiting, second, "second")
+            second.cancel()
+            assert [await tasks.next_result(), await tasks.next_result()] == [
+                "second cancelled",
+                "first finished",
+            ]

@@ -240,7 +240,7 @@ class _CallRun:
         async with open_task_set() as tasks:
             while True:
                 for plan, inputs in ready:
-                    scope = anyio.CancelScope()
+                    scope = tasks.new_scope()
                     self.scopes[plan.key] = scope
                     tasks.start(scope, self._run_resolver, plan, inputs, scope)
                 if not tasks.running:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,6 +26,7 @@ from starlette.types import Receive, Send
 
 from ..errors import INTERNAL_ERROR, MCPError
 from ..protocol.jsonrpc import encode
+from ..resolve.tasks import asyncio_cancel_scope
 
 __all__ = ["SSE_HEADERS", "Exchange", "sse_event"]
 
@@ -49,16 +49,6 @@ cancelled, or a handshake-era call's open questions fail, that much later.
 def sse_event(message: dict[str, Any]) -> bytes:
     # Compact JSON never contains a raw newline, so one `data:` line carries it whole.
     return b"event: message\ndata: " + encode(message) + b"\n\n"
-
-
-@functools.cache
-def _asyncio_cancel_scope() -> type[anyio.CancelScope]:
-    """anyio's CancelScope class for asyncio, to build one without asking which event loop runs each time.
-
-    `anyio.CancelScope()` looks the running backend up on every call, which
-    costs as much per request as entering and leaving the scope.
-    """
-    return type(anyio.CancelScope())
 
 
 def _is_response(message: dict[str, Any]) -> bool:
@@ -155,7 +145,7 @@ class Exchange:
         # module does for a JSON answer.
         self._receive = receive
         # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
-        with _asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
+        with asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
             self._scope = scope
             self._wakeup = loop.call_soon(self._first_pause, loop)
             try:
