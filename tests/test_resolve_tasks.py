@@ -6,7 +6,7 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_resolve.resolve.tasks import _AsyncioTaskSet, _GroupTaskSet
+from mcp_resolve.resolve.tasks import _AsyncioTaskSet, _GroupTaskSet, cancel_scope
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +91,18 @@ async def test_a_task_set_scope_cancels_only_its_own_task(make: Any) -> None:
                 "second cancelled",
                 "first finished",
             ]
+
+
+async def test_cancel_scope_is_anyio_s_own_and_keeps_shields() -> None:
+    """The connection, the HTTP sessions and the client make their per-request scopes with it."""
+    ended: list[str] = []
+    with anyio.fail_after(DEADLINE):
+        scope = cancel_scope()
+        assert type(scope) is type(anyio.CancelScope())
+        with scope:
+            with anyio.CancelScope(shield=True):
+                scope.cancel()
+                await anyio.sleep(0.01)
+                ended.append("shielded section done")
+            await anyio.sleep_forever()
+    assert scope.cancelled_caught and ended == ["shielded section done"]

@@ -11,6 +11,7 @@ import anyio
 import anyio.abc
 
 from ..errors import INTERNAL_ERROR, MCPError
+from ..resolve.tasks import cancel_scope
 from .pipes import MessagePipe
 
 __all__ = ["ClientSession"]
@@ -108,7 +109,7 @@ class ClientSession:
         request_id, method = message["id"], message["method"]
         reply: dict[str, Any] | None = None
         try:
-            with anyio.CancelScope() as scope:
+            with cancel_scope() as scope:
                 self._answering[request_id] = scope
                 result = await self._on_request(method, message.get("params") or {})
                 reply = {"jsonrpc": "2.0", "id": request_id, "result": result}

@@ -20,6 +20,7 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
+from ..resolve.tasks import cancel_scope
 from . import handshake, modern
 from .jsonrpc import (
     IncomingNotification,
@@ -153,7 +154,7 @@ class Connection:
                 self._idle.set()
 
     async def handle_request(self, request: IncomingRequest, sink: Sink) -> None:
-        with anyio.CancelScope() as scope:
+        with cancel_scope() as scope:
             self._in_flight[request.id] = scope
             try:
                 response = await self.respond(request, sink)

@@ -25,7 +25,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
-__all__ = ["TaskSet", "asyncio_cancel_scope", "open_task_set"]
+__all__ = ["TaskSet", "asyncio_cancel_scope", "cancel_scope", "open_task_set"]
 
 T = TypeVar("T")
 
@@ -61,6 +61,15 @@ def asyncio_cancel_scope() -> type[anyio.CancelScope]:
     request in the HTTP exchange, per resolver task here.
     """
     return type(anyio.CancelScope())
+
+
+def cancel_scope() -> anyio.CancelScope:
+    """`anyio.CancelScope()` for whichever event loop runs, built without anyio's lookup on asyncio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio)
+        return anyio.CancelScope()
+    return asyncio_cancel_scope()()
 
 
 def open_task_set() -> TaskSet[Any]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ..protocol.session import Connection
+from ..resolve.tasks import cancel_scope
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -44,7 +45,7 @@ class Session:
     def activity(self) -> Iterator[None]:
         """Mark a request's work or a GET stream as in progress: the session is busy (never idle-expired)
         while it runs, and closing the session cancels it (the HTTP response itself still ends cleanly)."""
-        with anyio.CancelScope() as scope:
+        with cancel_scope() as scope:
             self._active.add(scope)
             try:
                 yield
