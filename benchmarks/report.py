@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -20,6 +21,20 @@ def _ratios(mine: list[float], theirs: list[float]) -> float | None:
     return _median(pairs)
 
 
+def _block_ratios(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> list[float]:
+    """Ours over theirs for every pair of blocks that ran back to back (run.py's turns), in run order."""
+    return [
+        a / b
+        for rep_mine, rep_theirs in zip(mine, theirs, strict=True)
+        for a, b in zip(
+            rep_mine.get("block_cpu_ms_per_call", ()),
+            rep_theirs.get("block_cpu_ms_per_call", ()),
+            strict=True,
+        )
+        if b
+    ]
+
+
 def _cpu_ratio(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> float | None:
     """Server CPU per call against another's: the median over pairs of blocks that ran back to back.
 
@@ -31,19 +46,35 @@ def _cpu_ratio(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> floa
     all turns of all repetitions (15 in a full run) leaves them out.
     Results written before blocks were recorded fall back to repetitions.
     """
-    blocks = [
-        a / b
-        for rep_mine, rep_theirs in zip(mine, theirs, strict=True)
-        for a, b in zip(
-            rep_mine.get("block_cpu_ms_per_call", ()),
-            rep_theirs.get("block_cpu_ms_per_call", ()),
-            strict=True,
-        )
-        if b
-    ]
+    blocks = _block_ratios(mine, theirs)
     if blocks:
         return _median(blocks)
     return _ratios([s["cpu_ms_per_call"] for s in mine], [s["cpu_ms_per_call"] for s in theirs])
+
+
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of what `values` sample: two of their order statistics.
+
+    The k-th smallest of n values lies below the median with the probability
+    that a fair coin shows at most n-k heads in n tosses; the interval is the
+    narrowest symmetric pair of order statistics whose coverage reaches
+    `confidence` (for 15 values, the 4th and the 12th: 96.5 %). None for too
+    few values to reach it (fewer than 6 for 95 %).
+    """
+    n = len(values)
+    ordered = sorted(values)
+    tail = (1 - confidence) / 2
+    below = 0.0  # P(at most k-1 of n values fall below the median), k counted from 1
+    k = 0
+    while True:
+        step = math.comb(n, k) / 2**n
+        if below + step > tail:
+            break
+        below += step
+        k += 1
+    if k == 0:
+        return None
+    return ordered[k - 1], ordered[n - k]
 
 
 def _over_floor(
@@ -112,6 +143,9 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 official = samples.get("official", {}).get(workload)
                 if name != "official" and official:
                     row["cpu_vs_official"] = _cpu_ratio(reps, official)
+                    interval = median_interval(_block_ratios(reps, official))
+                    if interval is not None:
+                        row["cpu_vs_official_ci95"] = [round(bound, 3) for bound in interval]
                     row["cpu_vs_official_by_rep"] = _ratios(
                         [s["cpu_ms_per_call"] for s in reps], [s["cpu_ms_per_call"] for s in official]
                     )
@@ -156,7 +190,13 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = []
 
     def check(
-        name: str, value: float | None, limit: float, *, at_most: bool = True, by_rep: float | None = None
+        name: str,
+        value: float | None,
+        limit: float,
+        *,
+        at_most: bool = True,
+        by_rep: float | None = None,
+        interval: list[float] | None = None,
     ) -> None:
         if value is None:
             return
@@ -164,6 +204,11 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
         entry = {"target": name, "value": round(value, 3), "limit": limit, "met": met}
         if by_rep is not None:
             entry["by_rep"] = round(by_rep, 3)
+        if interval is not None:
+            # The verdict is the median's; the interval says whether this run could tell it apart from
+            # the limit at all, or the host's noise could have put the median on either side.
+            entry["ci95"] = interval
+            entry["decided"] = not (interval[0] <= limit <= interval[1])
         checks.append(entry)
 
     for row in summary["rows"]:
@@ -177,6 +222,7 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
                     row.get("cpu_vs_official"),
                     0.25,
                     by_rep=row.get("cpu_vs_official_by_rep"),
+                    interval=row.get("cpu_vs_official_ci95"),
                 )
             check(f"{where}: calls/s vs official", row.get("calls_per_s_vs_official"), 1.0, at_most=False)
         if row["workload"] == "W3" and row["clients"] == 1:
@@ -189,6 +235,7 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
                     row.get("cpu_vs_official"),
                     1 / 3,
                     by_rep=row.get("cpu_vs_official_by_rep"),
+                    interval=row.get("cpu_vs_official_ci95"),
                 )
     ours = summary["startup"]["frameworks"].get("ours", {}).get("vs_official", {})
     check("idle stdio server RSS vs official", ours.get("idle_rss_mb"), 0.6)
@@ -266,6 +313,9 @@ def render(summary: dict[str, Any]) -> str:
     for target in summary["targets"]:
         verdict = "met " if target["met"] else "MISS"
         by_rep = f"; whole repetitions {target['by_rep']}" if "by_rep" in target else ""
+        if "ci95" in target:
+            low, high = target["ci95"]
+            by_rep += f"; 95% interval {low}-{high}" + ("" if target["decided"] else ", within the noise")
         lines.append(
             f"  {verdict} {target['target']}: {target['value']} (limit {target['limit']:.3g}{by_rep})"
         )

@@ -124,7 +124,14 @@ def instructions(*args: str, timeout: float = 60) -> subprocess.CompletedProcess
 
 @pytest.mark.parametrize(
     "drive",
-    [("W1", "3"), ("W2", "3"), ("W3n", "3"), ("W4", "3"), ("W2", "2", "--flush"), ("W2", "2", "--flush-only")],
+    [
+        ("W1", "3"),
+        ("W2", "3"),
+        ("W3n", "3"),
+        ("W4", "3"),
+        ("W2", "2", "--flush"),
+        ("W2", "2", "--flush-only"),
+    ],
     ids=["W1", "W2", "W3n", "W4", "W2-flushing-caches", "flushes-only"],
 )
 def test_the_instruction_driver_completes_every_workload(drive: tuple[str, ...]) -> None:
@@ -227,3 +234,59 @@ def test_the_cpu_ratio_pairs_blocks_that_ran_back_to_back() -> None:
     without_blocks = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in ours]
     theirs_without = [{"cpu_ms_per_call": s["cpu_ms_per_call"]} for s in official]
     assert cpu_ratio(without_blocks, theirs_without) == pytest.approx((0.5 / 2.4 + 0.7 / 2.0) / 2)
+
+
+def test_the_median_interval_takes_the_order_statistics_a_fair_coin_allows() -> None:
+    median_interval = bench("report").median_interval
+    assert median_interval([float(v) for v in range(15, 0, -1)]) == (4.0, 12.0)  # 96.5 % for 15 values
+    assert median_interval([float(v) for v in range(9)]) == (1.0, 7.0)  # the 2nd and 8th of 9: 96.1 %
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]) == (1.0, 6.0)  # 96.9 %: the extremes
+    assert median_interval([1.0, 2.0, 3.0, 4.0, 5.0]) is None  # even the extremes cover only 93.8 %
+
+
+def _phase(ratios: list[float]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Three repetitions of five turns each, ours at `ratios` of the official server's 2 ms per call."""
+    ours, official = [], []
+    for rep in range(3):
+        mine = [2.0 * r for r in ratios[rep * 5 : rep * 5 + 5]]
+        ours.append({"cpu_ms_per_call": sum(mine) / 5, "block_cpu_ms_per_call": mine, "calls_per_s": 2.0})
+        official.append({"cpu_ms_per_call": 2.0, "block_cpu_ms_per_call": [2.0] * 5, "calls_per_s": 1.0})
+    return ours, official
+
+
+def test_a_cpu_target_says_when_the_run_cannot_tell_it_from_its_limit() -> None:
+    report = bench("report")
+    clear = [0.18, 0.19, 0.2, 0.2, 0.21] * 3  # 95 % interval 0.19-0.2: decided
+    noisy = [0.2, 0.22, 0.24, 0.26, 0.28] * 3  # median 0.24, interval 0.22-0.26 straddles 0.25
+    scenarios = []
+    for label, ratios in (("stdio 2026-07-28", clear), ("http 2026-07-28", noisy)):
+        ours, official = _phase(ratios)
+        scenarios.append(
+            {
+                "scenario": label,
+                "transport": label.split()[0],
+                "mode": "auto",
+                "clients": 1,
+                "protocol_versions": {"ours": "2026-07-28", "official": "2026-07-28"},
+                "samples": {"ours": {"W1": ours}, "official": {"W1": official}},
+            }
+        )
+    results = {
+        "import_ms": {"ours": [1.0], "official": [2.0]},
+        "register_many": {
+            "tools": 1,
+            "ours": [{"cpu_ms": 1, "rss_mb": 1}],
+            "official": [{"cpu_ms": 1, "rss_mb": 1}],
+        },
+        "idle_rss_mb": {"ours": [1.0], "official": [2.0]},
+        "scenarios": scenarios,
+    }
+    summary = report.summarise(results)
+    by_name = {t["target"]: t for t in summary["targets"]}
+    stdio = by_name["W1 stdio 2026-07-28: server CPU/call vs official"]
+    http = by_name["W1 http 2026-07-28: server CPU/call vs official"]
+    assert (stdio["met"], stdio["ci95"], stdio["decided"]) == (True, [0.19, 0.2], True)
+    assert (http["met"], http["value"], http["ci95"], http["decided"]) == (True, 0.24, [0.22, 0.26], False)
+    table = report.render(summary)
+    assert "0.24 (limit 0.25; whole repetitions 0.24; 95% interval 0.22-0.26, within the noise)" in table
+    assert "95% interval 0.19-0.2)" in table
