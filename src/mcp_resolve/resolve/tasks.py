@@ -11,6 +11,11 @@ The contract is the task group's: every task started here has ended when the
 cancelled, or a task let a BaseException through) first cancels each running
 task through its own anyio `CancelScope`, so shielded sections inside a
 resolver stay shielded, then waits for them all.
+
+The cancel scopes themselves are made here too, for the whole package
+(`cancel_scope`): the connection, the HTTP exchange and sessions and the
+client each enter one per request, and on asyncio they are built without
+anyio's per-call lookup of the running backend.
 """
 
 from __future__ import annotations
