@@ -4,9 +4,10 @@ import asyncio
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from mcp_resolve.resolve.tasks import _AsyncioTaskSet, _GroupTaskSet, cancel_scope
+from mcp_resolve.resolve.tasks import _AsyncioTaskSet, _GroupTaskSet, asyncio_cancel_scope, cancel_scope
 
 pytestmark = pytest.mark.anyio
 
@@ -39,9 +40,9 @@ async def test_a_cancelled_task_set_cancels_its_tasks_but_not_their_shielded_sec
     with anyio.fail_after(DEADLINE):
         with anyio.CancelScope() as outer:
             async with make() as tasks:
-                scope = tasks.new_scope()  # the set's own scopes: on asyncio, built without a backend lookup
+                scope = cancel_scope()
                 tasks.start(scope, plain, scope)
-                inner = tasks.new_scope()
+                inner = cancel_scope()
                 tasks.start(inner, shielded, inner)
                 await shielded_entered.wait()
                 outer.cancel()
@@ -63,8 +64,8 @@ async def test_a_task_set_hands_results_over_in_the_order_they_finish(make: Any)
 
     with anyio.fail_after(DEADLINE):
         async with make() as tasks:
-            tasks.start(tasks.new_scope(), slow)
-            tasks.start(tasks.new_scope(), fast)
+            tasks.start(cancel_scope(), slow)
+            tasks.start(cancel_scope(), fast)
             assert tasks.running == 2
             assert [await tasks.next_result(), await tasks.next_result()] == ["fast", "slow"]
             assert tasks.running == 0
@@ -75,7 +76,6 @@ async def test_a_task_set_scope_cancels_only_its_own_task(make: Any) -> None:
     """What the engine relies on when a failure cancels the resolvers after it, and only those."""
     with anyio.fail_after(DEADLINE):
         async with make() as tasks:
-            assert type(tasks.new_scope()) is type(anyio.CancelScope())
 
             async def waiting(scope: anyio.CancelScope, name: str) -> str:
                 with scope:
@@ -83,7 +83,7 @@ async def test_a_task_set_scope_cancels_only_its_own_task(make: Any) -> None:
                     return f"{name} finished"
                 return f"{name} cancelled"
 
-            first, second = tasks.new_scope(), tasks.new_scope()
+            first, second = cancel_scope(), cancel_scope()
             tasks.start(first, waiting, first, "first")
             tasks.start(second, waiting, second, "second")
             second.cancel()
@@ -106,3 +106,17 @@ async def test_cancel_scope_is_anyio_s_own_and_keeps_shields() -> None:
                 ended.append("shielded section done")
             await anyio.sleep_forever()
     assert scope.cancelled_caught and ended == ["shielded section done"]
+
+
+async def test_on_asyncio_cancel_scope_skips_anyio_s_backend_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The point of the helper: `anyio.CancelScope()` (its lookup) is not called once the class is known."""
+    asyncio_cancel_scope()
+
+    def looked_up(**_options: Any) -> anyio.CancelScope:
+        raise AssertionError("anyio.CancelScope() was called")
+
+    monkeypatch.setattr(anyio, "CancelScope", looked_up)
+    with cancel_scope() as scope:
+        scope.cancel()
+        await anyio.lowlevel.checkpoint()
+    assert scope.cancelled_caught

@@ -33,7 +33,7 @@ from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .markers import Elicit, ListRoots, Sample
 from .plan import ResolvedParameters, ResolverPlan
 from .questions import Question, has_capability, parse_answer, render_question, required_capability
-from .tasks import open_task_set
+from .tasks import cancel_scope, open_task_set
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -240,7 +240,7 @@ class _CallRun:
         async with open_task_set() as tasks:
             while True:
                 for plan, inputs in ready:
-                    scope = tasks.new_scope()
+                    scope = cancel_scope()
                     self.scopes[plan.key] = scope
                     tasks.start(scope, self._run_resolver, plan, inputs, scope)
                 if not tasks.running:

@@ -41,11 +41,8 @@ class TaskSet(Protocol[T]):
     running: int
     """Tasks started whose results have not been taken yet."""
 
-    def new_scope(self) -> anyio.CancelScope:
-        """A cancel scope for a task of this set to run under (see `start`)."""
-
     def start(self, scope: anyio.CancelScope, fn: Callable[..., Awaitable[T]], *args: Any) -> None:
-        """Run `fn(*args)` as a task; `scope` is the one it runs under (entered by `fn` itself)."""
+        """Run `fn(*args)` as a task; `scope` (from `cancel_scope()`) is the one it runs under, entered by `fn`."""
 
     async def next_result(self) -> T:
         """The result of the next task to finish (its exception, if it raised one)."""
@@ -63,7 +60,7 @@ def asyncio_cancel_scope() -> type[anyio.CancelScope]:
 
     `anyio.CancelScope()` looks the running backend up on every call, which
     costs about half of what entering and leaving the scope costs: per
-    request in the HTTP exchange, per resolver task here.
+    request in the HTTP exchange, per resolver task in the engine.
     """
     return type(anyio.CancelScope())
 
@@ -95,9 +92,6 @@ class _AsyncioTaskSet(Generic[T]):
         self._finished: deque[tuple[bool, Any]] = deque()
         self._wake: asyncio.Future[None] | None = None
         self.running = 0
-
-    def new_scope(self) -> anyio.CancelScope:
-        return asyncio_cancel_scope()()
 
     def start(self, scope: anyio.CancelScope, fn: Callable[..., Awaitable[T]], *args: Any) -> None:
         self._started.append((self._loop.create_task(self._run(fn, args)), scope))
@@ -148,9 +142,6 @@ class _GroupTaskSet(Generic[T]):
         self._group = anyio.create_task_group()
         self._send, self._receive = anyio.create_memory_object_stream[T](math.inf)
         self.running = 0
-
-    def new_scope(self) -> anyio.CancelScope:
-        return anyio.CancelScope()
 
     def start(self, scope: anyio.CancelScope, fn: Callable[..., Awaitable[T]], *args: Any) -> None:
         self.running += 1
