@@ -52,8 +52,8 @@ FRAMEWORKS = {
     "official": Framework("official", "official", "from mcp.server.mcpserver import MCPServer"),
     "fastmcp": Framework("fastmcp", "fastmcp_server", "from fastmcp import FastMCP", modern_questions=False),
 }
-FLOOR = Framework("floor", "floor", "", workloads=("W1",))
-"""Not a framework: the bare ASGI app of `servers/floor.py`, measured beside them on HTTP 2026-07-28 W1."""
+FLOOR = Framework("floor", "floor", "", workloads=("W1", "W3n"))
+"""Not a framework: the bare ASGI app of `servers/floor.py`, measured beside them on HTTP 2026-07-28 W1 and W3n."""
 
 
 # -- measuring a process ---------------------------------------------------------------------

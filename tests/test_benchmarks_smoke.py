@@ -98,6 +98,13 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
     assert not any(framework == "floor" for scenario, _w, framework in measured if "handshake" in scenario)
     assert "HTTP over its floor" in table
     assert not any("floor" in target["target"] for target in results["summary"]["targets"])
+    # The floor also naps (W3n with no framework): the W3 target carries what the host alone makes of 20 ms.
+    nap = measured[("http 2026-07-28", "W3n", "floor")]
+    assert nap["p50_ms"] >= 20.0 and nap["rounds"] == 1
+    assert results["summary"]["w3_host_floors"] == {"http 2026-07-28": nap["p50_ms"]}
+    [w3] = [t for t in results["summary"]["targets"] if t["target"].startswith("W3 http 2026-07-28")]
+    assert w3["host_floor"] == round(nap["p50_ms"] / 20.0, 3)
+    assert "the 20 ms path with no framework" in table
     for framework in ("ours", "official"):
         assert measured[("http 2026-07-28", "W4", framework)]["rounds"] == 3
         assert measured[("http handshake", "W4", framework)]["questions"] == 2
@@ -252,6 +259,43 @@ def _phase(ratios: list[float]) -> tuple[list[dict[str, Any]], list[dict[str, An
         ours.append({"cpu_ms_per_call": sum(mine) / 5, "block_cpu_ms_per_call": mine, "calls_per_s": 2.0})
         official.append({"cpu_ms_per_call": 2.0, "block_cpu_ms_per_call": [2.0] * 5, "calls_per_s": 1.0})
     return ours, official
+
+
+def _w3_summary(report: ModuleType, floor_nap_ms: float) -> dict[str, Any]:
+    """A one-repetition HTTP run in which ours takes 26 ms for W3 and the bare app `floor_nap_ms` for W3n."""
+
+    def sample(p50: float) -> list[dict[str, Any]]:
+        return [{"cpu_ms_per_call": 1.0, "calls_per_s": 1.0, "p50_ms": p50, "rounds": 1}]
+
+    scenario = {
+        "scenario": "http 2026-07-28",
+        "transport": "http",
+        "mode": "auto",
+        "clients": 1,
+        "protocol_versions": {"ours": "2026-07-28", "floor": "2026-07-28"},
+        "samples": {"ours": {"W3": sample(26.0), "W3n": sample(25.5)}, "floor": {"W3n": sample(floor_nap_ms)}},
+    }
+    results = {
+        "import_ms": {"ours": [1.0]},
+        "register_many": {"tools": 1, "ours": [{"cpu_ms": 1, "rss_mb": 1}]},
+        "idle_rss_mb": {"ours": [1.0]},
+        "scenarios": [scenario],
+    }
+    return dict(report.summarise(results))
+
+
+def test_the_w3_target_says_when_the_host_alone_is_over_the_limit() -> None:
+    report = bench("report")
+    slow_host = _w3_summary(report, 25.6)
+    [w3] = slow_host["targets"]
+    assert (w3["met"], w3["value"], w3["host_floor"]) == (False, 1.3, 1.28)
+    table = report.render(slow_host)
+    assert "a bare app's lone 20 ms await 1.28, over the limit by itself: this host cannot meet it" in table
+    assert "floor" in table and "W3n p50  25.60 ms  1.280x the 20 ms path with no framework" in table
+    # A host whose bare app stays within the limit: the miss is the framework's, and the line says no more.
+    [w3] = _w3_summary(report, 23.0)["targets"]
+    assert (w3["met"], w3["host_floor"]) == (False, 1.15)
+    assert "cannot meet it" not in report.render(_w3_summary(report, 23.0))
 
 
 def test_a_cpu_target_says_when_the_run_cannot_tell_it_from_its_limit() -> None:

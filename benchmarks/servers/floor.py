@@ -1,24 +1,28 @@
-"""The HTTP floor: a bare ASGI app that answers W1, served by the same uvicorn as the frameworks.
+"""The HTTP floor: a bare ASGI app that answers W1 and W3n, served by the same uvicorn as the frameworks.
 
 Not a framework and not an MCP server: it checks nothing, keeps nothing and
 knows three methods. It exists to be measured. Every framework's HTTP figure
 stands on uvicorn, the event loop and the kernel's loopback, driven by the
 same client; this app costs next to nothing on top of them, so its CPU per
 call is that shared floor, and a framework's CPU per call less the floor is
-what the framework itself spends. The driver serves W1 on 2026-07-28 from it
-alongside the frameworks (README.md, "HTTP, fifth round").
+what the framework itself spends. Its `nap` (W3n: one 20 ms await) is the
+floor under W3's latency in the same way: what the host, uvicorn and the
+client make of a call that waits 20 ms, with no framework at all. The driver
+serves W1 and W3n on 2026-07-28 from it alongside the frameworks (README.md,
+"HTTP, fifth round" and "Tenth round").
 
 Run `python -m benchmarks.servers.floor http PORT`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
 import pydantic_core
 
-from ._common import serve_from_argv
+from ._common import FAN_OUT_DELAY, serve_from_argv
 
 _SERVER_INFO = {"io.modelcontextprotocol/serverInfo": {"name": "floor", "version": "0"}}
 _ECHO = {
@@ -26,7 +30,22 @@ _ECHO = {
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     "outputSchema": {"type": "object", "properties": {"result": {"type": "string"}}, "required": ["result"]},
 }
+_NAP = {
+    "name": "nap",
+    "inputSchema": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
+    "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
+}
 _JSON = [(b"content-type", b"application/json")]
+
+
+def _tool_result(value: Any) -> dict[str, Any]:
+    return {
+        "content": [{"type": "text", "text": str(value)}],
+        "structuredContent": {"result": value},
+        "isError": False,
+        "resultType": "complete",
+        "_meta": _SERVER_INFO,
+    }
 
 
 def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
@@ -42,21 +61,14 @@ def _result(method: str, params: dict[str, Any]) -> dict[str, Any] | None:
         }
     if method == "tools/list":
         return {
-            "tools": [_ECHO],
+            "tools": [_ECHO, _NAP],
             "ttlMs": 0,
             "cacheScope": "public",
             "resultType": "complete",
             "_meta": _SERVER_INFO,
         }
     if method == "tools/call" and params.get("name") == "echo":
-        text = params["arguments"]["text"]
-        return {
-            "content": [{"type": "text", "text": text}],
-            "structuredContent": {"result": text},
-            "isError": False,
-            "resultType": "complete",
-            "_meta": _SERVER_INFO,
-        }
+        return _tool_result(params["arguments"]["text"])
     return None
 
 
@@ -74,7 +86,12 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         await send({"type": "http.response.start", "status": 202, "headers": []})
         await send({"type": "http.response.body", "body": b""})
         return
-    result = _result(request["method"], request.get("params") or {})
+    params = request.get("params") or {}
+    if request["method"] == "tools/call" and params.get("name") == "nap":
+        await asyncio.sleep(FAN_OUT_DELAY)
+        result: dict[str, Any] | None = _tool_result(params["arguments"]["x"])
+    else:
+        result = _result(request["method"], params)
     if result is None:
         answer = {"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "not here"}}
     else:
