@@ -273,7 +273,10 @@ def _w3_summary(report: ModuleType, floor_nap_ms: float) -> dict[str, Any]:
         "mode": "auto",
         "clients": 1,
         "protocol_versions": {"ours": "2026-07-28", "floor": "2026-07-28"},
-        "samples": {"ours": {"W3": sample(26.0), "W3n": sample(25.5)}, "floor": {"W3n": sample(floor_nap_ms)}},
+        "samples": {
+            "ours": {"W3": sample(26.0), "W3n": sample(25.5)},
+            "floor": {"W3n": sample(floor_nap_ms)},
+        },
     }
     results = {
         "import_ms": {"ours": [1.0]},
