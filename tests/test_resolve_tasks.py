@@ -15,6 +15,17 @@ DEADLINE = 10  # seconds; only reached when a task set is broken
 TASK_SETS = [lambda: _AsyncioTaskSet(asyncio.get_running_loop()), _GroupTaskSet]
 
 
+async def shielded(scope: anyio.CancelScope, entered: anyio.Event, ended: list[str]) -> str:
+    """Runs under `scope`; a shielded section inside it must finish even once `scope` is cancelled."""
+    with scope:
+        with anyio.CancelScope(shield=True):
+            entered.set()
+            await anyio.sleep(0.05)
+            ended.append("shielded section done")
+        await anyio.sleep_forever()
+    return "cancelled after its shield"
+
+
 @pytest.mark.parametrize("make", TASK_SETS, ids=["asyncio tasks", "anyio task group"])
 async def test_a_cancelled_task_set_cancels_its_tasks_but_not_their_shielded_sections(make: Any) -> None:
     ended: list[str] = []
@@ -28,22 +39,13 @@ async def test_a_cancelled_task_set_cancels_its_tasks_but_not_their_shielded_sec
                 ended.append("plain")
         return "plain, cancelled"
 
-    async def shielded(scope: anyio.CancelScope) -> str:
-        with scope:
-            with anyio.CancelScope(shield=True):
-                shielded_entered.set()
-                await anyio.sleep(0.05)
-                ended.append("shielded section done")
-            await anyio.sleep_forever()
-        return "cancelled after its shield"
-
     with anyio.fail_after(DEADLINE):
         with anyio.CancelScope() as outer:
             async with make() as tasks:
                 scope = cancel_scope()
                 tasks.start(scope, plain, scope)
                 inner = cancel_scope()
-                tasks.start(inner, shielded, inner)
+                tasks.start(inner, shielded, inner, shielded_entered, ended)
                 await shielded_entered.wait()
                 outer.cancel()
                 await tasks.next_result()
@@ -96,15 +98,14 @@ async def test_a_task_set_scope_cancels_only_its_own_task(make: Any) -> None:
 async def test_cancel_scope_is_anyio_s_own_and_keeps_shields() -> None:
     """The connection, the HTTP sessions and the client make their per-request scopes with it."""
     ended: list[str] = []
+    entered = anyio.Event()
+    scope = cancel_scope()
+    assert type(scope) is type(anyio.CancelScope())
     with anyio.fail_after(DEADLINE):
-        scope = cancel_scope()
-        assert type(scope) is type(anyio.CancelScope())
-        with scope:
-            with anyio.CancelScope(shield=True):
-                scope.cancel()
-                await anyio.sleep(0.01)
-                ended.append("shielded section done")
-            await anyio.sleep_forever()
+        async with anyio.create_task_group() as group:
+            group.start_soon(shielded, scope, entered, ended)
+            await entered.wait()
+            scope.cancel()
     assert scope.cancelled_caught and ended == ["shielded section done"]
 
 
