@@ -106,6 +106,8 @@ class HandlerSignature:
             hints = get_type_hints(target, include_extras=True)
         except Exception as exc:
             raise InvalidSignature(f"cannot read the annotations of {callable_name(fn)}: {exc}") from exc
+        # Both spellings, Annotated[T, Resolve(fn)] and `= Resolve(fn)`, and a refusal of ambiguous ones:
+        # a parameter that reads as resolved must never fall through to a client-settable field below.
         resolved = find_resolved_parameters(fn)
         context_params: list[str] = []
         fields: dict[str, Any] = {}

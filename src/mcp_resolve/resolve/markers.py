@@ -1,4 +1,4 @@
-"""The markers an author writes: `Resolve` in annotations, `Elicit`/`Sample`/`ListRoots` as return values.
+"""The markers an author writes: `Resolve` in annotations or defaults, `Elicit`/`Sample`/`ListRoots` as return values.
 
 A marker is a description of a question, never the asking of it: the engine
 decides when and over which wire the question travels, so the same resolver
@@ -19,7 +19,12 @@ T = TypeVar("T", bound=BaseModel)
 
 
 class Resolve:
-    """Marker for `Annotated[T, Resolve(fn)]`: fill the parameter by running `fn`."""
+    """Marker for `Annotated[T, Resolve(fn)]`: fill the parameter by running `fn`.
+
+    `param: T = Resolve(fn)` (the FastAPI `= Depends(fn)` habit) means the
+    same and is analysed the same way, so neither spelling ever leaves the
+    parameter in the input schema or lets a client set it.
+    """
 
     __slots__ = ("fn",)
 

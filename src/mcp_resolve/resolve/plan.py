@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_typ
 
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from ..elicitation import form_schema, is_elicitation_result_type
 from ..errors import InvalidSignature
@@ -29,6 +30,7 @@ __all__ = [
     "callable_name",
     "find_resolved_parameters",
     "is_context_annotation",
+    "parameter_resolver",
     "returns_input_required",
 ]
 
@@ -84,6 +86,12 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
         raise InvalidSignature(f"cannot read the annotations of {callable_name(fn)}: {exc}") from exc
 
 
+_QUESTION_MARKERS = (Elicit, Sample, ListRoots)
+_MARKER_CLASSES = (Resolve, *_QUESTION_MARKERS)
+_SCAN_DEPTH = 6
+"""How deep a default's containers are searched for a stray marker (registration only)."""
+
+
 def _resolve_marker(annotation: Any) -> Resolve | None:
     if get_origin(annotation) is Annotated:
         for extra in annotation.__metadata__:
@@ -106,30 +114,143 @@ def _buried_resolve(annotation: Any) -> Resolve | None:
     return None
 
 
+def _is_marker(value: Any) -> bool:
+    """A marker instance, or a marker class written where an instance was meant (`= Resolve`, `Elicit[M]`)."""
+    if isinstance(value, _MARKER_CLASSES):
+        return True
+    origin = get_origin(value)  # identity only: an arbitrary default's __eq__ may not return a bool
+    return any(value is cls or origin is cls for cls in _MARKER_CLASSES)
+
+
+def _nested_marker(value: Any, depth: int = 0) -> Any:
+    """The first marker inside a container default or a `Field(default=...)`, or None.
+
+    Only a whole default `= Resolve(fn)` is resolved; one inside a list, a
+    tuple, a dict or a pydantic `Field` would reach the body as a plain
+    object (or the input schema as a client-settable default), so it has to
+    be found and refused at registration.
+    """
+    if _is_marker(value):
+        return value
+    if depth >= _SCAN_DEPTH or isinstance(value, (str, bytes, bytearray)):
+        return None
+    if isinstance(value, FieldInfo):
+        return _nested_marker(value.default, depth + 1)
+    if isinstance(value, dict):
+        items: Any = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    else:
+        return None
+    for item in items:
+        found = _nested_marker(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _describe_marker(marker: Any) -> str:
+    if isinstance(marker, Resolve):
+        return f"Resolve({callable_name(marker.fn)})"
+    if isinstance(marker, _QUESTION_MARKERS):
+        return f"{type(marker).__name__}(...)"
+    return getattr(marker, "__name__", None) or repr(marker)
+
+
+def parameter_resolver(
+    where: str, param: inspect.Parameter, annotation: Any | None
+) -> tuple[Resolve, bool] | None:
+    """The resolver filling one parameter, from `Annotated[T, Resolve(fn)]` or a `= Resolve(fn)` default.
+
+    The two spellings are one declaration: FastAPI's `= Depends(fn)` habit
+    must not leave a parameter client-settable, so the default form is
+    resolved (and hidden from the input schema) exactly like the annotated
+    one. Returns (marker, wants the full ElicitationResult) or None for a
+    parameter no resolver fills. Anything that could be read two ways, or
+    that a reader would take for a resolved parameter while the engine
+    would not, raises InvalidSignature naming `where` and the parameter.
+    """
+    name = param.name
+    annotated: list[Resolve] = []
+    if annotation is not None and get_origin(annotation) is Annotated:
+        for extra in annotation.__metadata__:
+            if isinstance(extra, Resolve):
+                if all(extra.fn != seen.fn for seen in annotated):
+                    annotated.append(extra)
+                continue
+            stray = _nested_marker(extra)
+            if stray is not None:
+                raise InvalidSignature(
+                    f"{where}: parameter {name!r} carries {_describe_marker(stray)} in its annotation, "
+                    "where it would be ignored; only Annotated[T, Resolve(fn)] fills a parameter (a resolver "
+                    "returns Elicit, Sample or ListRoots to ask the client)"
+                )
+    if len(annotated) > 1:
+        raise InvalidSignature(
+            f"{where}: parameter {name!r} names {len(annotated)} resolvers in its annotation "
+            f"({', '.join(_describe_marker(m) for m in annotated)}); a parameter is filled by one resolver"
+        )
+    buried = _buried_resolve(annotation) if annotation is not None else None
+    if buried is not None:
+        raise InvalidSignature(
+            f"{where}: parameter {name!r} hides Resolve({callable_name(buried.fn)}) inside a "
+            "union or generic, where it cannot be filled; annotate it as Annotated[T, Resolve(fn)] at the "
+            "top level (use ElicitationResult[T] as T to receive a decline)"
+        )
+    default = param.default
+    from_default = default if isinstance(default, Resolve) else None
+    if from_default is None and default is not inspect.Parameter.empty:
+        stray = _nested_marker(default)
+        if isinstance(stray, _QUESTION_MARKERS) and stray is default:
+            raise InvalidSignature(
+                f"{where}: parameter {name!r} has {_describe_marker(stray)} as its default; Elicit, Sample "
+                "and ListRoots are what a resolver returns to ask the client, never a parameter default: "
+                f"return it from a resolver fn and declare `{name}: T = Resolve(fn)`"
+            )
+        if stray is not None:
+            place = "as its default" if stray is default else f"inside its default ({type(default).__name__})"
+            raise InvalidSignature(
+                f"{where}: parameter {name!r} has {_describe_marker(stray)} {place}, where no resolver "
+                f"runs and it is a plain value a client could replace; write `{name}: T = Resolve(fn)` or "
+                "Annotated[T, Resolve(fn)]"
+            )
+    if annotated and from_default is not None and annotated[0].fn != from_default.fn:
+        raise InvalidSignature(
+            f"{where}: parameter {name!r} names two resolvers, {_describe_marker(annotated[0])} in its "
+            f"annotation and {_describe_marker(from_default)} as its default; keep one"
+        )
+    marker = annotated[0] if annotated else from_default
+    if marker is None:
+        return None
+    if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+        raise InvalidSignature(
+            f"{where}: parameter {name!r} is variadic and cannot be filled by {_describe_marker(marker)}; "
+            "declare one named parameter per resolved value"
+        )
+    value_type = get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+    return marker, value_type is not None and is_elicitation_result_type(value_type)
+
+
 def find_resolved_parameters(fn: Callable[..., Any]) -> dict[str, tuple[Resolve, bool]]:
-    """Find parameters of fn annotated Annotated[_, Resolve(...)].
+    """Find parameters of fn annotated Annotated[_, Resolve(...)] or defaulting to Resolve(...).
 
     Returns a mapping of parameter name to (Resolve, wants_union), where
     wants_union is True when the annotated type is an ElicitationResult member
     (the consumer wants the full outcome rather than the unwrapped model).
+    `x: T = Resolve(fn)` is reported exactly as `x: Annotated[T, Resolve(fn)]`.
+
+    Raises:
+        InvalidSignature: If a parameter's marker is ambiguous or misplaced
+            (two different resolvers, a Resolve buried in a union or inside
+            a container default, a question marker as a default).
     """
     hints = _type_hints(fn)
+    where = callable_name(fn)
     found: dict[str, tuple[Resolve, bool]] = {}
-    for name in inspect.signature(fn).parameters:
-        annotation = hints.get(name)
-        if annotation is None:
-            continue
-        marker = _resolve_marker(annotation)
-        if marker is not None:
-            found[name] = (marker, is_elicitation_result_type(get_args(annotation)[0]))
-            continue
-        buried = _buried_resolve(annotation)
-        if buried is not None:
-            raise InvalidSignature(
-                f"{callable_name(fn)}: parameter {name!r} hides Resolve({callable_name(buried.fn)}) inside a "
-                "union or generic, where it cannot be filled; annotate it as Annotated[T, Resolve(fn)] at the "
-                "top level (use ElicitationResult[T] as T to receive a decline)"
-            )
+    for name, param in inspect.signature(fn).parameters.items():
+        resolved = parameter_resolver(where, param, hints.get(name))
+        if resolved is not None:
+            found[name] = resolved
     return found
 
 
@@ -234,17 +355,11 @@ def build_resolver_plans(
                     f"{where}: parameter {param_name!r} is variadic; resolver parameters are filled by name"
                 )
             annotation = hints.get(param_name)
-            dependency = _resolve_marker(annotation) if annotation is not None else None
-            buried = _buried_resolve(annotation) if annotation is not None and dependency is None else None
+            dependency = parameter_resolver(where, param, annotation)
             if dependency is not None:
-                wants_union = is_elicitation_result_type(get_args(annotation)[0])
-                dependency_key = visit(dependency, [*path, name], f"parameter {param_name!r} of {name}")
+                marker, wants_union = dependency
+                dependency_key = visit(marker, [*path, name], f"parameter {param_name!r} of {name}")
                 dependency_params.append((param_name, dependency_key, wants_union))
-            elif buried is not None:
-                raise InvalidSignature(
-                    f"{where}: parameter {param_name!r} hides Resolve({callable_name(buried.fn)}) inside a "
-                    "union or generic; annotate it as Annotated[T, Resolve(fn)] at the top level"
-                )
             elif annotation is not None and is_context_annotation(annotation):
                 context_params.append(param_name)
             elif param_name in tool_arg_names:
@@ -252,7 +367,7 @@ def build_resolver_plans(
             else:
                 raise InvalidSignature(
                     f"{where}: cannot classify parameter {param_name!r}: it is not the Context, "
-                    "not Annotated[..., Resolve(...)], and not the name of a tool argument "
+                    "not Annotated[..., Resolve(...)] or `= Resolve(...)`, and not the name of a tool argument "
                     f"(tool arguments: {', '.join(sorted(tool_arg_names)) or 'none'})"
                 )
         visiting.pop()
