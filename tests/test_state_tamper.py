@@ -204,15 +204,15 @@ def test_non_string_values_are_rejected(wire: Wire, value: Any) -> None:
 
 
 def test_null_counts_as_absent(wire: Wire) -> None:
-    """A JSON null is a first round: nothing is rejected, and answers under the questions' keys count.
+    """A JSON null is a first round: nothing is rejected, and answers sent with it do not count.
 
-    With no state there is no recorded wording to pin answers to, so a
-    first round takes them as a stateless client sends them (SEP-2322 asks
-    servers to use what they recognise); they are still validated.
+    With no state there is no sealed round the answers belong to, so the
+    question is asked (issue 22: pre-filled answers must not skip questions).
     """
     log = wire.peer.stderr()
     result = wire.peer.result("tools/call", wire.round_two(PICK, None))
-    assert result["content"][0]["text"] == "hat in red"
+    assert result["resultType"] == "input_required"
+    assert list(result["inputRequests"]) == list(wire.round_two(PICK, None)["inputResponses"])
     assert REJECTED not in wire.peer.stderr()[len(log) :]
 
 

@@ -60,6 +60,11 @@ mcp = MCPServer(
     "mcp-resolve-everything",
     version="1.0.0",
     instructions="Fixtures for the MCP conformance harness: every kind of tool, resource and prompt.",
+    # The harness's `input-required-result-ignore-extra-params` scenario (check
+    # `sep-2322-ignore-unexpected-params`) answers `test_input_required_result_elicitation` in its very
+    # first request, with no requestState, and expects it to complete. Off by default; see
+    # docs/multi-round-trip.md. No tool here is single_use.
+    first_round_answers=True,
 )
 
 

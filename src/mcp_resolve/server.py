@@ -56,8 +56,13 @@ class MCPServer:
         replay_store: ReplayStore | None = None,
         page_size: int = 100,
         cache_ttl_ms: int = 0,
+        first_round_answers: bool = False,
     ) -> None:
         self.name = name
+        self.first_round_answers = first_round_answers
+        """Whether answers sent with no requestState count (2026-07-28). Off by default: such an answer
+        went through no round this server sealed, so nothing vouches the question was ever asked.
+        Never honoured for a `single_use` tool."""
         self.version = version or "0.1.0"
         self.instructions = instructions
         self.page_size = page_size

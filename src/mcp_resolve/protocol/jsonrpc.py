@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import pydantic_core
 
@@ -25,6 +25,7 @@ __all__ = [
     "encode",
     "error_message",
     "failure_message",
+    "is_request_id",
     "notifier",
     "result_message",
 ]
@@ -95,7 +96,8 @@ def notifier(sink: Sink) -> Callable[[str, dict[str, Any]], Awaitable[None]]:
     return send_notification
 
 
-def _valid_id(value: Any) -> bool:
+def is_request_id(value: Any) -> TypeGuard[int | str]:
+    """Whether `value` can name a request: JSON-RPC ids are strings or integers (MCP forbids null)."""
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
@@ -129,10 +131,10 @@ def decode(raw: bytes | str | dict[str, Any]) -> Incoming:
             raise _with_id(MCPError(INVALID_PARAMS, "Invalid params: 'params' must be an object"), request_id)
         if "id" not in obj:
             return IncomingNotification(method, params)
-        if not _valid_id(request_id):
+        if not is_request_id(request_id):
             raise MCPError(INVALID_REQUEST, "Invalid Request: 'id' must be a string or an integer")
         return IncomingRequest(request_id, method, params)
-    if _valid_id(request_id) and ("result" in obj or "error" in obj):
+    if is_request_id(request_id) and ("result" in obj or "error" in obj):
         result, error = obj.get("result"), obj.get("error")
         if isinstance(result, dict) or isinstance(error, dict):
             return IncomingResponse(request_id, result if isinstance(result, dict) else None, error)
@@ -142,5 +144,5 @@ def decode(raw: bytes | str | dict[str, Any]) -> Incoming:
 
 
 def _with_id(error: MCPError, request_id: Any) -> MCPError:
-    error.request_id = request_id if _valid_id(request_id) else None  # type: ignore[attr-defined]
+    error.request_id = request_id if is_request_id(request_id) else None  # type: ignore[attr-defined]
     return error

@@ -170,7 +170,11 @@ def _request_scope(
         lifespan_context=server.lifespan_context,
         headers=headers,
         principal=principal,
-        questioner=BatchQuestioner(params),
+        questioner=BatchQuestioner(
+            params,
+            first_round_answers=server.first_round_answers
+            and not server.is_single_use(request.method, params),
+        ),
     )
     if rounds:
         state, responses = params.get("requestState"), params.get("inputResponses")
@@ -287,14 +291,15 @@ _NO_RECORD = StateRecord()
 class BatchQuestioner:
     """Answers questions from this round's `inputResponses`, or marks them for the next round.
 
-    Once a round has issued a requestState, an answer counts only for the
-    question asked with exactly that wording. A request with no requestState
-    at all has nothing to pin answers to, so answers under a question's key
-    count as they are (the client may have learned the questions elsewhere,
-    as a stateless client does); they are still validated before use.
+    An answer counts only for a question this server asked, with exactly that
+    wording, in a requestState it sealed: so every answer went through a round
+    whose state the replay store of a `single_use` tool can claim. Answers that
+    arrive with no requestState (a first round) are ignored and the questions
+    asked, unless the server opted into `first_round_answers` (never for a
+    `single_use` tool); they are validated before use either way.
     """
 
-    def __init__(self, params: dict[str, Any]) -> None:
+    def __init__(self, params: dict[str, Any], *, first_round_answers: bool = False) -> None:
         state = params.get("requestState")
         self.first_round = state is None
         self.record = (
@@ -302,7 +307,9 @@ class BatchQuestioner:
             if state is None
             else StateRecord.decode(state.encode() if isinstance(state, str) else None)
         )
-        self.responses: dict[str, Any] = _input_responses(params)
+        self.responses: dict[str, Any] = (
+            _input_responses(params) if state is not None or first_round_answers else {}
+        )
         self.used: dict[str, tuple[str, Any]] = {}
         self.open: dict[str, str] = {}
         """Key -> digest of each question left for the next round (computed once, in `ask`)."""

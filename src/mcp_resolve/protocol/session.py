@@ -30,6 +30,7 @@ from .jsonrpc import (
     decode,
     error_message,
     failure_message,
+    is_request_id,
     notifier,
     result_message,
 )
@@ -125,16 +126,24 @@ class Connection:
         return True
 
     async def handle_notification(self, notification: IncomingNotification) -> None:
+        """Act on a notification; nothing it carries can fail the connection (JSON-RPC answers none)."""
         method, params = notification.method, notification.params
         if method == "notifications/initialized":
             if self.handshake is not None:
                 self.handshake.initialized = True
         elif method == "notifications/cancelled":
-            scope = self._in_flight.get(params.get("requestId"))  # type: ignore[arg-type]
+            request_id = params.get("requestId")
+            if not is_request_id(request_id):
+                logger.warning("ignored notifications/cancelled: requestId is not a string or an integer")
+                return
+            scope = self._in_flight.get(request_id)
             if scope is not None:
                 scope.cancel()
         elif method == "notifications/roots/list_changed":
-            await self.server.roots_changed()
+            try:
+                await self.server.roots_changed()
+            except Exception:  # the author's handler: its failure is theirs to read, not the client's
+                logger.exception("the roots-changed handler failed")
         # Unknown notifications get no reply, by JSON-RPC's rules.
 
     def _abandon_questions(self) -> None:

@@ -26,7 +26,7 @@ from starlette.types import Receive, Send
 
 from ..errors import INTERNAL_ERROR, MCPError
 from ..protocol.jsonrpc import encode
-from ..resolve.tasks import asyncio_cancel_scope
+from ..resolve.tasks import asyncio_cancel_scope, cancel_scope
 
 __all__ = ["SSE_HEADERS", "Exchange", "sse_event"]
 
@@ -235,8 +235,20 @@ class Exchange:
             self.gone = True
 
     async def _open_stream(self, first: dict[str, Any] | None) -> None:
-        """Commit to SSE with `first` as the opening event (None: a ping, after a silence)."""
+        """Commit to SSE with `first` as the opening event (None: a ping, after a silence).
+
+        Shielded: once the mode says "stream" the response start must be out,
+        whatever cancels the task that opened it (a question from a resolver
+        whose sibling just failed), or the next write would be a body with no
+        start and the client would get a 500 instead of the call's error.
+        """
         self._mode, self._lock = _STREAM, anyio.Lock()
+        with cancel_scope() as shield:
+            shield.shield = True
+            await self._open_stream_now(first)
+
+    async def _open_stream_now(self, first: dict[str, Any] | None) -> None:
+        assert self._lock is not None
         async with self._lock:
             start = {
                 "type": "http.response.start",

@@ -13,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ..sealing import ENV_KEYS
+from .http_workers import serving_processes
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -60,23 +61,35 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
 class AppLifespan:
     """`server.running()` for one app, entered by the ASGI lifespan or lazily by the first request."""
 
-    def __init__(self, server: MCPServer, on_exit: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        on_exit: Callable[[], None],
+        background: Callable[[], Coroutine[Any, Any, None]] | None = None,
+    ) -> None:
         self.server = server
         self.on_exit = on_exit
+        self.background = background
+        """Runs while the lifespan does (the session sweeper), cancelled at exit."""
         self.running = False
         self._starting: anyio.Lock | None = None
         self._background: asyncio.Task[None] | None = None
 
     @asynccontextmanager
     async def __call__(self, _app: Any = None) -> AsyncIterator[None]:
-        check_state_keys(self.server, 1)
-        async with self.server.running():
+        # Workers of `uvicorn --workers N`, gunicorn or hypercorn are found here, in each worker.
+        ephemeral = self.server.request_state_security.is_ephemeral
+        check_state_keys(self.server, serving_processes() if ephemeral else 1)
+        async with self.server.running(), anyio.create_task_group() as group:
+            if self.background is not None:
+                group.start_soon(self.background)
             self.running = True
             try:
                 yield
             finally:
                 self.running = False
                 self.on_exit()
+                group.cancel_scope.cancel()
 
     async def ensure(self) -> None:
         """Enter the lifespan now unless it runs already (the app is mounted in a parent)."""

@@ -10,6 +10,7 @@ parse error, so one huge garbage line cannot take the server down.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import logging
 import os
@@ -26,6 +27,8 @@ from ..protocol.jsonrpc import encode, error_message
 from ..protocol.session import Connection, Sink
 
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
+
+logger = logging.getLogger("mcp_resolve.stdio")
 
 MAX_LINE_BYTES = 4 * 1024 * 1024
 DRAIN_SECONDS = 5.0  # at EOF, how long requests still running may take to answer
@@ -81,10 +84,12 @@ def _claim_stdout() -> Iterator[BinaryIO]:
     sys.stdout.flush()
     saved = os.dup(out_fd)
     os.dup2(err_fd, out_fd)
+    protocol = os.fdopen(saved, "wb", closefd=False)
     try:
-        with os.fdopen(saved, "wb", closefd=False) as protocol:
-            yield protocol
+        yield protocol
     finally:
+        with contextlib.suppress(OSError):  # the client closed its end: what is unsent stays unsent
+            protocol.close()
         sys.stdout.flush()
         os.dup2(saved, out_fd)
         os.close(saved)
@@ -101,20 +106,27 @@ async def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: Binary
     target = stdout
     reader = await _pipe_reader(source)
     write_lock = anyio.Lock()
+    serving = anyio.CancelScope()
 
     async def sink(message: dict[str, Any]) -> None:
         data = encode(message) + b"\n"
-        if len(data) <= 65536 and not write_lock.locked():
-            _write(target, data)  # no await in between: nothing can interleave, so no lock to take
-            return
-        async with write_lock:
-            if len(data) > 65536:  # a big write may block on a full pipe: keep it off the loop
-                await anyio.to_thread.run_sync(_write, target, data)
-            else:
-                _write(target, data)
+        try:
+            if len(data) <= 65536 and not write_lock.locked():
+                _write(target, data)  # no await in between: nothing can interleave, so no lock to take
+                return
+            async with write_lock:
+                if len(data) > 65536:  # a big write may block on a full pipe: keep it off the loop
+                    await anyio.to_thread.run_sync(_write, target, data)
+                else:
+                    _write(target, data)
+        except OSError:  # the client closed our stdout: nobody can hear us, so stop serving, quietly
+            if not serving.cancel_called:
+                logger.info("the client closed stdout; stopping")
+                serving.cancel()
 
     async with server.running():
-        await Connection(server).serve(_Lines(reader, sink), sink, drain_seconds=DRAIN_SECONDS)
+        with serving:
+            await Connection(server).serve(_Lines(reader, sink), sink, drain_seconds=DRAIN_SECONDS)
 
 
 class _Lines(anyio.abc.ObjectReceiveStream[bytes]):
