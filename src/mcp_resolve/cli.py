@@ -292,7 +292,16 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         "hosts": args.allowed_hosts,
     }
     os.environ[WORKER_APP_ENV] = json.dumps(settings)
-    uvicorn.run(f"{__name__}:worker_app", factory=True, host=args.host, port=args.port, workers=args.workers)
+    from .transports.uvicorn_limits import ServerLimits, uvicorn_options
+
+    uvicorn.run(
+        f"{__name__}:worker_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        **uvicorn_options(ServerLimits()),
+    )
     return 0
 
 

@@ -27,6 +27,7 @@ from .http_lifespan import check_state_keys
 
 if TYPE_CHECKING:
     from ..server import MCPServer
+    from .uvicorn_limits import ServerLimits
 
 __all__ = [
     "HttpOptions",
@@ -87,17 +88,25 @@ def serve_http(
     workers: int = 1,
     app_import: str | None = None,
     log_level: str = "info",
+    limits: ServerLimits | None = None,
     **options: Any,
 ) -> None:
-    """Serve until stopped. Several workers need `app_import` ("package.module:app"), as uvicorn imports the app in each."""
+    """Serve until stopped. Several workers need `app_import` ("package.module:app"), as uvicorn imports the app in each.
+
+    uvicorn runs with `limits` (default `ServerLimits()`): bounded connections,
+    header size and time for a request to arrive; see `uvicorn_limits`.
+    """
     check_state_keys(server, workers)
+    from .uvicorn_limits import ServerLimits, uvicorn_options
+
+    bounded = uvicorn_options(limits or ServerLimits(), workers=workers)
     if workers > 1:
         if app_import is None or options or path != "/mcp":
             raise ValueError(
                 "uvicorn starts each worker by importing the app: pass app_import='package.module:app' "
                 "(an app built with mcp.streamable_http_app(...), which carries its own options)"
             )
-        uvicorn.run(app_import, host=host, port=port, workers=workers, log_level=log_level)
+        uvicorn.run(app_import, host=host, port=port, workers=workers, log_level=log_level, **bounded)
         return
     if options.get("allowed_hosts") is None:
         if host in _WILDCARD_BINDS:
@@ -107,4 +116,4 @@ def serve_http(
         elif host not in LOOPBACK_HOSTS:
             options["allowed_hosts"] = [*LOOPBACK_HOSTS, host]
     app = create_app(server, path=path, **options)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, **bounded)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -94,6 +95,12 @@ def _carries_modern_meta(message: Incoming) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
+def _address(scope: Scope) -> str:
+    """The client's address as the ASGI server reports it (a proxy's, unless forwarding headers are trusted)."""
+    client = scope.get("client")
+    return f"address {client[0]}" if client else "address unknown"
+
+
 def _fail_questions(connection: Connection, asked: list[Any]) -> None:
     """Release a handshake call waiting on answers that can no longer come (its stream is gone)."""
     for request_id in asked:
@@ -109,8 +116,12 @@ class StreamableHTTPEndpoint:
         self.options = options
         self.hosts = HostPolicy(options.allowed_hosts)
         self.origins = OriginPolicy(options.allowed_origins, self.hosts)
-        self.sessions = Sessions(options.session_idle_timeout, options.max_sessions)
-        self.lifespan = AppLifespan(server, self.sessions.close_all)
+        self.sessions = Sessions(
+            options.session_idle_timeout, options.max_sessions, options.max_sessions_per_client
+        )
+        idle = options.session_idle_timeout
+        sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
+        self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper)
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -256,11 +267,19 @@ class StreamableHTTPEndpoint:
                     INVALID_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required; send initialize first",
                 )
+            client = f"principal {principal}" if principal is not None else _address(scope)
+            if not self.sessions.room_for(client):
+                return refusal(
+                    429,
+                    INVALID_REQUEST,
+                    "Too Many Requests: this client's sessions are all busy; end one (DELETE) first",
+                    {"Retry-After": "60"},
+                )
             if self.sessions.full():
                 return refusal(
                     503, INTERNAL_ERROR, "Service Unavailable: too many open sessions", {"Retry-After": "60"}
                 )
-            session, fresh = self.sessions.new(self.server, principal), True
+            session, fresh = self.sessions.new(self.server, principal, client), True
         else:
             found = self.sessions.get(session_id, principal)
             if found is None:

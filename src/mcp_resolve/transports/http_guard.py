@@ -53,8 +53,9 @@ class HttpOptions:
     or `"*"`; default loopback only. `allowed_origins`: accepted `Origin`
     values (`"https://app.example.com"` or `"*"`); by default an origin is
     accepted when its host passes `allowed_hosts`. Handshake-era sessions
-    idle for `session_idle_timeout` seconds are dropped, and at most
-    `max_sessions` live at once (None: no bound). `principal(request)` names
+    idle for `session_idle_timeout` seconds are dropped (swept on a timer),
+    at most `max_sessions` live at once and at most `max_sessions_per_client`
+    per client, its principal or else its address (None: no bound). `principal(request)` names
     the authenticated caller (default: Starlette's `request.user` when
     authenticated); requestState and handshake sessions are bound to it.
     """
@@ -65,6 +66,7 @@ class HttpOptions:
     sse_ping_interval: float = 15.0
     session_idle_timeout: float | None = 3600.0
     max_sessions: int | None = 10_000
+    max_sessions_per_client: int | None = 100
     principal: Callable[[Request], str | None] | None = None
 
     def __post_init__(self) -> None:
