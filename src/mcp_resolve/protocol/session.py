@@ -73,6 +73,7 @@ class Connection:
     """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
     _last_request_id = 0  # of our own requests to the client
     _running = 0  # requests started by `receive` and not yet answered
+    _initialized_bare = False  # `notifications/initialized` came with no `initialize` before it
     _idle: anyio.Event | None = None  # only while `serve` waits for the last answers
 
     # -- stream transports -----------------------------------------------------------------
@@ -131,6 +132,10 @@ class Connection:
         if method == "notifications/initialized":
             if self.handshake is not None:
                 self.handshake.initialized = True
+            else:
+                # No `initialize` came first. The session opens on the next handshake-era
+                # request (see `_dispatch`), not here: a 2026-07-28 client never gets one.
+                self._initialized_bare = True
         elif method == "notifications/cancelled":
             request_id = params.get("requestId")
             if not is_request_id(request_id):
@@ -200,9 +205,14 @@ class Connection:
         response = waiter.response
         assert response is not None
         if response.error is not None:
+            # The client's error object is its own: anything but an integer code or a string message
+            # is read as a plain internal error rather than trusted.
             error = response.error
+            code, text = error.get("code"), error.get("message")
             raise MCPError(
-                int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data")
+                code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
+                text if isinstance(text, str) else "",
+                error.get("data"),
             )
         return response.result or {}
 
@@ -251,6 +261,15 @@ class Connection:
         if self.handshake is None:
             if method == "ping":
                 return {}
+            if self._initialized_bare:
+                # The client declared the handshake complete without one. The official SDK then
+                # serves it as a session that declared nothing, so so do we: a tool that needs no
+                # capability works, and one whose resolver asks gets the specific -32021 naming
+                # the missing capability rather than a generic refusal. Until the client says
+                # `initialized` (or `initialize`s), every method but ping is refused below.
+                self.handshake = handshake.undeclared_session()
+                self.server.connections.add(self)
+                return await self._dispatch_handshake(request, meta if isinstance(meta, dict) else {}, sink)
             raise MCPError(
                 INVALID_REQUEST,
                 f"Invalid Request: {method} before initialization; send 'initialize' first "
