@@ -49,10 +49,9 @@ class Prompt:
         self.description = description if description is not None else inspect.getdoc(fn)
         self.meta = meta
         self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
-        model_fields = self.signature.arguments_model.model_fields
         self.arguments = []
         for arg in self.signature.argument_names:
-            info = model_fields[arg]
+            info = self.signature.field_info(arg)
             entry: dict[str, Any] = {"name": arg, "required": info.is_required()}
             if info.description:
                 entry["description"] = info.description

@@ -17,10 +17,19 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
-from mcp_types import Annotations, ToolAnnotations
+from mcp_types import Annotations, CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from .context import Context
-from .errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
+from .context import Context, RequestScope
+from .errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    InvalidSignature,
+    MCPError,
+    ToolError,
+)
 from .prompts import Prompt
 from .protocol.param_headers import check_param_headers
 from .replay import MemoryReplayStore, ReplayStore
@@ -41,13 +50,24 @@ CompletionHandler = Callable[..., Awaitable[Any]]
 
 RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
 
+DEFAULT_NAME = "mcp-server"
+"""The name of a server built without one: the official SDK's, so a ported server reports the same."""
+
+_UNNAMED_SHARED_KEYS = (
+    "this server has no name but seals requestState with shared keys (request_state_security or "
+    "MCP_RESOLVE_STATE_KEYS): sealed state carries the server name as its audience, so that state "
+    "minted by another service holding the same keys is refused, and unnamed servers would all "
+    f"stamp {DEFAULT_NAME!r}. Name the server (MCPServer('my-service')) or set "
+    "RequestStateSecurity(audience=...)."
+)
+
 
 class MCPServer:
     """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
 
     def __init__(
         self,
-        name: str,
+        name: str | None = None,
         *,
         version: str | None = None,
         instructions: str | None = None,
@@ -58,7 +78,7 @@ class MCPServer:
         cache_ttl_ms: int = 0,
         first_round_answers: bool = False,
     ) -> None:
-        self.name = name
+        self.name = name or DEFAULT_NAME
         self.first_round_answers = first_round_answers
         """Whether answers sent with no requestState count (2026-07-28). Off by default: such an answer
         went through no round this server sealed, so nothing vouches the question was ever asked.
@@ -68,9 +88,12 @@ class MCPServer:
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
         self.request_state_security = request_state_security or RequestStateSecurity.from_env()
+        security = self.request_state_security
+        if not name and not security.is_ephemeral and security.audience is None:
+            raise ValueError(_UNNAMED_SHARED_KEYS)
         self.replay_store: ReplayStore = replay_store or MemoryReplayStore()
         self.dependency_overrides = Overrides()
-        self.log = logging.getLogger(f"mcp_resolve.server.{name}")
+        self.log = logging.getLogger(f"mcp_resolve.server.{self.name}")
         self._lifespan = lifespan
         self._lifespan_users = 0
         self._lifespan_stack: Any = None
@@ -364,6 +387,75 @@ class MCPServer:
                 raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
         return await tool.call(arguments, context)
 
+    # -- direct calls (tests) ------------------------------------------------------------
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Call a tool in this process, with no client and no transport: for unit tests.
+
+        The official SDK's `MCPServer.call_tool`, same signature and outcomes, so a
+        test suite moves across unchanged. Success is the `CallToolResult` a client
+        would receive (an `InputRequiredResult` if the tool hand-rolls rounds). A
+        failure is raised rather than returned, so a test can `pytest.raises` it:
+        `ToolError` for an unknown tool, arguments that fail validation, a
+        `ToolError` from the body or a resolver (declines included), and for an
+        unexpected exception (its text withheld as on the wire; `__cause__` is the
+        original). An `MCPError` a tool raises passes through unchanged.
+
+        Without `context` there is no client to ask: a resolver that asks one
+        (`Elicit`, `Sample`, `ListRoots`) fails the call with a `ToolError` saying
+        so; put an answer in its place with `mcp.dependency_overrides`, or drive the
+        tool through `Client(mcp, elicitation_handler=...)`. Plain resolvers run.
+        The lifespan runs only inside `async with mcp.running():`.
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            raise ToolError(f"Unknown tool: {name}")
+        direct = context is None
+        if context is None:
+            context = Context(self._direct_scope)
+        try:
+            values = tool.signature.validate(arguments)
+        except ArgumentError as exc:
+            raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from exc
+        try:
+            value = await tool.signature.invoke(values, context)
+        except MCPError as exc:
+            if direct and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+                raise ToolError(
+                    f"Error executing tool {name}: {exc.message}; a direct call has no client to ask, so "
+                    "override the resolver in mcp.dependency_overrides or call through Client(mcp)"
+                ) from exc
+            raise
+        except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
+            raise ToolError(f"Error executing tool {name}: {exc}") from exc
+        except Exception as exc:
+            # The wire withholds an unexpected exception's text; so does this, and the test has it as the cause.
+            raise ToolError(
+                f"Error executing tool {name}: unexpected error ({type(exc).__name__}); "
+                "the original exception is this error's __cause__"
+            ) from exc
+        if isinstance(value, (CallToolResult, InputRequiredResult)):
+            return value
+        return CallToolResult.model_validate(tool.convert_result(value))
+
+    def _direct_scope(self) -> RequestScope:
+        """The request a direct call stands for: no client, so nothing declared and nowhere to send."""
+        return RequestScope(
+            request_id=None,
+            method="tools/call",
+            era="handshake",
+            protocol_version=LATEST_HANDSHAKE_VERSION,
+            client_capabilities={},
+            client_info=None,
+            log_level=None,
+            progress_token=None,
+            meta={},
+            send_notification=_nowhere,
+            send_request=_no_client,
+            lifespan_context=self.lifespan_context,
+        )
+
     async def _list_resources(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         return self._listing("resources", [r.definition() for r in self._resources.values()], params)
 
@@ -418,3 +510,14 @@ class MCPServer:
             values = [str(v) for v in values]
             completion = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
         return {"completion": completion}
+
+
+async def _nowhere(method: str, params: dict[str, Any]) -> None:
+    """A direct call's log messages and progress: no client to hear them."""
+
+
+async def _no_client(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`ctx.elicit()` and friends in a direct call: say why there is no answer, as a tool error."""
+    raise ToolError(
+        f"{method} needs a client, and a direct call (mcp.call_tool) has none; call through Client(mcp)"
+    )

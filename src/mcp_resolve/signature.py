@@ -12,11 +12,11 @@ from collections.abc import Callable, Hashable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, get_type_hints
+from typing import Annotated, Any, get_type_hints
 
 import anyio
 from mcp_types import InputRequiredResult
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
@@ -111,7 +111,10 @@ class HandlerSignature:
         resolved = find_resolved_parameters(fn)
         context_params: list[str] = []
         fields: dict[str, Any] = {}
-        for param_name, param in inspect.signature(fn).parameters.items():
+        renamed: dict[str, str] = {}
+        argument_names: list[str] = []
+        parameters = inspect.signature(fn).parameters
+        for param_name, param in parameters.items():
             if param_name in resolved:
                 continue
             annotation = hints.get(param_name, Any)
@@ -125,10 +128,17 @@ class HandlerSignature:
             if param_name.startswith("_"):
                 raise InvalidSignature(f"{name}: argument names cannot start with '_' ({param_name!r})")
             default = param.default
-            if isinstance(default, FieldInfo):
-                fields[param_name] = (annotation, default)
-            else:
-                fields[param_name] = (annotation, ... if default is inspect.Parameter.empty else default)
+            if not isinstance(default, FieldInfo):
+                default = ... if default is inspect.Parameter.empty else default
+            argument_names.append(param_name)
+            field_name = _field_name(param_name, parameters)
+            if field_name != param_name:
+                renamed[field_name] = param_name
+                if FieldInfo.from_annotated_attribute(annotation, default).alias is None:
+                    # The wire name stays the parameter's: as the alias, the schema, validation and
+                    # error locations all use it. An alias the author gave is left to win.
+                    annotation = Annotated[annotation, Field(alias=param_name)]
+            fields[field_name] = (annotation, default)
         if resolved and returns_input_required(fn):
             parameter, (marker, _wants_union) = next(iter(resolved.items()))
             raise InvalidSignature(
@@ -137,11 +147,12 @@ class HandlerSignature:
                 "flow or the other"
             )
         model = create_model(f"{name}{model_suffix}", __config__=_ARGUMENT_CONFIG, **fields)
-        signature = cls(
+        kind = _RenamingSignature if renamed else cls
+        signature = kind(
             fn=fn,
             name=name,
             arguments_model=model,
-            argument_names=tuple(fields),
+            argument_names=tuple(argument_names),
             context_params=tuple(context_params),
             resolved_params=resolved,
             is_async=inspect.iscoroutinefunction(target),
@@ -149,7 +160,13 @@ class HandlerSignature:
         )
         signature.plans()  # analyse the resolver graph now: a bad graph fails at registration
         signature._fields_validator = _fields_validator(model)
+        if isinstance(signature, _RenamingSignature):
+            signature.renamed = renamed
         return signature
+
+    def field_info(self, argument: str) -> FieldInfo:
+        """The model field behind the model-facing argument `argument` (its description, whether required)."""
+        return self.arguments_model.model_fields[argument]
 
     def plans(self) -> dict[Hashable, ResolverPlan]:
         if self._plans_version != self.overrides.version:
@@ -223,6 +240,50 @@ class HandlerSignature:
             return await self.invoke(values, context)
         except ToolError as exc:
             raise MCPError(INTERNAL_ERROR, f"Error {failing}: {exc}") from None
+
+
+@dataclass
+class _RenamingSignature(HandlerSignature):
+    """A handler with an argument the model holds under another name (see `_field_name`).
+
+    A class of its own so that every other handler's `validate` stays exactly
+    as it was: the renaming costs only the handlers that need it.
+    """
+
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Field name -> parameter name."""
+
+    def validate(self, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+        renamed = self.renamed
+        return {renamed.get(key, key): value for key, value in super().validate(arguments).items()}
+
+    def field_info(self, argument: str) -> FieldInfo:
+        for field_name, param_name in self.renamed.items():
+            if param_name == argument:
+                return self.arguments_model.model_fields[field_name]
+        return self.arguments_model.model_fields[argument]
+
+
+_PROTECTED_PREFIXES = ("model_validate", "model_dump")
+"""pydantic's protected namespaces (2.10+): a field starting with one warns, or fails when it names a method."""
+
+
+def _field_name(param_name: str, taken: Mapping[str, Any]) -> str:
+    """The name the arguments model holds `param_name` under; the parameter name itself almost always.
+
+    A model-facing argument may be called anything, but a pydantic field may
+    not: one that shadows a BaseModel attribute (`schema`, `json`, `copy`,
+    `validate`, ...) warns, and `model_config` or `model_dump` fail outright.
+    Such a parameter gets a field name of its own and keeps its name as the
+    alias, so nothing about it changes for the client and no warning is raised
+    on the author's behalf. The field name avoids every other parameter name.
+    """
+    if not (hasattr(BaseModel, param_name) or param_name.startswith(_PROTECTED_PREFIXES)):
+        return param_name
+    candidate = f"arg_{param_name}"
+    while candidate in taken or hasattr(BaseModel, candidate):
+        candidate = f"arg_{candidate}"
+    return candidate
 
 
 def _fields_validator(model: type[BaseModel]) -> SchemaValidator | None:

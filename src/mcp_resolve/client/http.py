@@ -374,3 +374,6 @@ async def open_http(url: str, *, headers: Mapping[str, str] | None = None) -> As
         finally:
             await pipe.aclose()
             group.cancel_scope.cancel()
+            # The reading end too (`aclose` ends the writing one, so a reader still waiting sees the
+            # end): an unclosed memory stream is a ResourceWarning when collected.
+            pipe._inbox.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,17 @@ if TYPE_CHECKING:
     from ..context import SendRequest
     from ..server import MCPServer
 
-__all__ = ["HandshakeState", "LiveQuestioner", "finish_result", "initialize", "set_level", "subscribe"]
+__all__ = [
+    "HandshakeState",
+    "LiveQuestioner",
+    "finish_result",
+    "initialize",
+    "set_level",
+    "subscribe",
+    "undeclared_session",
+]
+
+logger = logging.getLogger("mcp_resolve.protocol")
 
 _MODERN_ONLY_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
 
@@ -53,6 +64,22 @@ def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeStat
     if server.instructions:
         result["instructions"] = server.instructions
     return state, result
+
+
+def undeclared_session() -> HandshakeState:
+    """The session of a client that sent `notifications/initialized` without `initialize`.
+
+    It told us nothing, so it gets what the official SDK assumes in that case:
+    the newest handshake version, no capabilities, no client info. Questions
+    that need a capability are then refused with -32021 (naming it), exactly
+    as for a client that initialized and declared none.
+    """
+    logger.info(
+        "a client sent notifications/initialized without initialize; serving it protocol %s "
+        "with no declared capabilities",
+        LATEST_HANDSHAKE_VERSION,
+    )
+    return HandshakeState(LATEST_HANDSHAKE_VERSION, {}, None, initialized=True)
 
 
 def set_level(state: HandshakeState, params: dict[str, Any]) -> dict[str, Any]:

@@ -54,10 +54,17 @@ async def connect_in_memory(server: MCPServer) -> AsyncIterator[MemoryPipe]:
     async def sink(message: dict[str, Any]) -> None:
         await server_send.send(pydantic_core.from_json(encode(message)))
 
-    async with server.running(), anyio.create_task_group() as group:
-        group.start_soon(Connection(server).serve, server_receive, sink)
-        try:
-            yield MemoryPipe(client_send, client_receive)
-        finally:
-            await client_send.aclose()
-            group.cancel_scope.cancel()
+    try:
+        async with server.running(), anyio.create_task_group() as group:
+            group.start_soon(Connection(server).serve, server_receive, sink)
+            try:
+                yield MemoryPipe(client_send, client_receive)
+            finally:
+                await client_send.aclose()
+                group.cancel_scope.cancel()
+    finally:
+        # All four ends, whoever owned them: an unclosed memory stream is a ResourceWarning when
+        # collected, and tests run with warnings as errors. (`serve` closes server_receive itself,
+        # unless it never started; closing twice is harmless.)
+        for stream in (client_send, server_receive, server_send, client_receive):
+            stream.close()
