@@ -9,6 +9,7 @@ cannot show a form it does not understand and the person would be stuck.
 from __future__ import annotations
 
 import types
+import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeAlias, TypeVar, Union, get_args, get_origin
 
@@ -64,6 +65,11 @@ else:
         def __getitem__(self, model: Any) -> Any:
             return Union[AcceptedElicitation[model], DeclinedElicitation, CancelledElicitation]
 
+        def __call__(self, *args: Any, **kwargs: Any) -> Any:
+            """Refused: the alias is an annotation. Callable only because Python 3.10's `Annotated`
+            accepts nothing else as its type, and bare `ElicitationResult` must work there too."""
+            raise TypeError("ElicitationResult is an annotation; build one of its member types instead")
+
         def __repr__(self) -> str:
             return "ElicitationResult"
 
@@ -75,12 +81,18 @@ ACCEPTED_ANY = AcceptedElicitation[Any]
 """Built once: subscripting a generic model costs microseconds per call even when pydantic has it cached."""
 _PRIMITIVE_TYPES = {"string", "number", "integer", "boolean"}
 _STRING_FORMATS = {"email", "uri", "date", "date-time"}
-_SCHEMA_CACHE: dict[type[BaseModel], dict[str, Any]] = {}
+_SCHEMA_CACHE: weakref.WeakKeyDictionary[type[BaseModel], dict[str, Any]] = weakref.WeakKeyDictionary()
+"""Weak: a resolver may build its form model at run time (`create_model`) on every round, and a
+model nobody holds any more must not be kept alive by the schema rendered from it."""
 
 
 def is_elicitation_result_type(annotation: Any) -> bool:
-    """True when `annotation` is `ElicitationResult[T]` or one of its member types."""
-    if annotation in _OUTCOME_CLASSES or annotation is AcceptedElicitation:
+    """True when `annotation` is `ElicitationResult[T]`, bare `ElicitationResult`, or one of its member types.
+
+    The bare alias means `ElicitationResult[Any]`: the consumer still wants the
+    outcome to branch on, only the accepted data's type is left open.
+    """
+    if annotation is ElicitationResult or annotation in _OUTCOME_CLASSES or annotation is AcceptedElicitation:
         return True
     if isinstance(annotation, type) and issubclass(annotation, AcceptedElicitation):
         return True
@@ -188,7 +200,9 @@ def outcome_from_answer(
         return CancelledElicitation()
     if action != "accept":
         raise ValueError(f"unknown elicitation action {action!r}")
-    content = answer.get("content") or {}
+    content = answer.get("content")
+    if content is None:  # an accept that carries nothing is no answer, even to a form of optional fields
+        raise ValueError("accepted elicitation with no content")
     if not isinstance(content, dict):
         raise ValueError("accepted elicitation content must be an object")
     try:
@@ -197,5 +211,7 @@ def outcome_from_answer(
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
         )
-        raise ValueError(f"answer does not match {model.__name__}: {problems}") from None
+        raise ValueError(
+            f"accepted content does not match the requested schema ({model.__name__}): {problems}"
+        ) from None
     return ACCEPTED_ANY(data=data)

@@ -28,6 +28,7 @@ from .resolve.plan import (
     callable_name,
     find_resolved_parameters,
     is_context_annotation,
+    mixed_flow_message,
     returns_input_required,
 )
 from .resolve.run import CallPlan, plan_call, run_steps
@@ -140,12 +141,7 @@ class HandlerSignature:
                     annotation = Annotated[annotation, Field(alias=param_name)]
             fields[field_name] = (annotation, default)
         if resolved and returns_input_required(fn):
-            parameter, (marker, _wants_union) = next(iter(resolved.items()))
-            raise InvalidSignature(
-                f"{name}: parameter {parameter!r} uses Resolve({callable_name(marker.fn)}) and the return "
-                "annotation declares InputRequiredResult; a call has one requestState channel, so use one "
-                "flow or the other"
-            )
+            raise InvalidSignature(f"{name}: {mixed_flow_message(resolved, declared=True)}")
         model = create_model(f"{name}{model_suffix}", __config__=_ARGUMENT_CONFIG, **fields)
         kind = _RenamingSignature if renamed else cls
         signature = kind(
@@ -214,7 +210,10 @@ class HandlerSignature:
         injected = await run_steps(call, plans, arguments, context, exit_stack=exit_stack)
         if isinstance(injected, InputRequiredResult):
             return injected
-        return await self._run_body({**arguments, **injected}, context)
+        result = await self._run_body({**arguments, **injected}, context)
+        if isinstance(result, InputRequiredResult):  # undeclared, so registration could not refuse it
+            raise ToolError(mixed_flow_message(self.resolved_params, declared=False))
+        return result
 
     async def _run_body(self, values: dict[str, Any], context: Context) -> Any:
         for param in self.context_params:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable, Hashable, Mapping
+import typing
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
+import typing_extensions
 from mcp_types import InputRequiredResult
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -30,6 +32,7 @@ __all__ = [
     "callable_name",
     "find_resolved_parameters",
     "is_context_annotation",
+    "mixed_flow_message",
     "parameter_resolver",
     "returns_input_required",
 ]
@@ -78,12 +81,42 @@ def is_context_annotation(annotation: Any) -> bool:
     return isinstance(candidate, type) and issubclass(candidate, Context)
 
 
+def _hint_target(fn: Callable[..., Any]) -> Any:
+    return fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
+
+
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
     try:
-        return get_type_hints(target, include_extras=True)
+        return get_type_hints(_hint_target(fn), include_extras=True)
     except Exception as exc:
         raise InvalidSignature(f"cannot read the annotations of {callable_name(fn)}: {exc}") from exc
+
+
+def _readable_type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """Every annotation of fn that can be evaluated, each on its own when not all of them can.
+
+    For the public questions (`find_resolved_parameters`, `returns_input_required`)
+    one unresolvable string annotation must not hide the others, nor raise: an
+    annotation that cannot be read simply declares nothing. Registration reads
+    every annotation strictly on its own and refuses the handler with its own message.
+    """
+    target = _hint_target(fn)
+    try:
+        return get_type_hints(target, include_extras=True)
+    except Exception:
+        pass
+    raw = getattr(target, "__annotations__", None)
+    if not isinstance(raw, dict):
+        return {}
+    globalns = getattr(inspect.unwrap(target), "__globals__", {})
+    hints: dict[str, Any] = {}
+    for name, annotation in raw.items():
+        try:  # the same evaluation as get_type_hints, one annotation at a time
+            one = types.SimpleNamespace(__annotations__={name: annotation})
+            hints[name] = get_type_hints(one, globalns=globalns, include_extras=True)[name]
+        except Exception:
+            continue
+    return hints
 
 
 _QUESTION_MARKERS = (Elicit, Sample, ListRoots)
@@ -238,13 +271,16 @@ def find_resolved_parameters(fn: Callable[..., Any]) -> dict[str, tuple[Resolve,
     wants_union is True when the annotated type is an ElicitationResult member
     (the consumer wants the full outcome rather than the unwrapped model).
     `x: T = Resolve(fn)` is reported exactly as `x: Annotated[T, Resolve(fn)]`.
+    An annotation that cannot be evaluated (a string naming something not
+    importable at run time) is no resolved parameter: the others are still
+    found, and registration refuses the handler later with its own message.
 
     Raises:
         InvalidSignature: If a parameter's marker is ambiguous or misplaced
             (two different resolvers, a Resolve buried in a union or inside
             a container default, a question marker as a default).
     """
-    hints = _type_hints(fn)
+    hints = _readable_type_hints(fn)
     where = callable_name(fn)
     found: dict[str, tuple[Resolve, bool]] = {}
     for name, param in inspect.signature(fn).parameters.items():
@@ -254,11 +290,46 @@ def find_resolved_parameters(fn: Callable[..., Any]) -> dict[str, tuple[Resolve,
     return found
 
 
-def _union_arms(annotation: Any) -> tuple[Any, ...]:
+_ALIAS_TYPES: tuple[type, ...] = tuple(
+    {typing_extensions.TypeAliasType, getattr(typing, "TypeAliasType", typing_extensions.TypeAliasType)}
+)
+"""`type R = ...` (3.12+) and its typing_extensions backport: an alias whose target is read lazily."""
+_ALIAS_DEPTH = 16
+"""How many aliases deep `_arms` follows (an alias may name itself through a union)."""
+
+
+def _arms(annotation: Any, bindings: Mapping[Any, Any] | None = None, depth: int = 0) -> Iterator[Any]:
+    """The arms a value of `annotation` can be, seen through Annotated, unions and type aliases.
+
+    `Annotated[X | Y, ...]`, `Optional[X]`, `Union[...]`, `X | Y`, a
+    `TypeAlias` (already its target once evaluated) and a `type R = ...`
+    alias, subscripted or not, all declare what the function may return;
+    registration has to see an arm however it is spelled. An alias whose
+    target cannot be evaluated (a TYPE_CHECKING-only name) declares no arm.
+    """
+    if isinstance(annotation, TypeVar) and bindings and annotation in bindings:
+        annotation = bindings[annotation]
     origin = get_origin(annotation)
-    if origin is Union or origin is types.UnionType:
-        return get_args(annotation)
-    return (annotation,)
+    if origin is Annotated:
+        yield from _arms(get_args(annotation)[0], bindings, depth)
+    elif origin is Union or origin is types.UnionType:
+        for arm in get_args(annotation):
+            yield from _arms(arm, bindings, depth)
+    elif isinstance(annotation, _ALIAS_TYPES) or isinstance(origin, _ALIAS_TYPES):
+        alias = annotation if origin is None else origin
+        if depth >= _ALIAS_DEPTH:
+            return
+        try:
+            target = alias.__value__
+        except Exception:
+            return
+        inner: dict[Any, Any] = {}
+        if origin is not None:  # `R[int]`: the alias's type parameters stand for these arguments
+            arguments = [bindings.get(a, a) if bindings else a for a in get_args(annotation)]
+            inner = dict(zip(getattr(alias, "__type_params__", ()), arguments, strict=False))
+        yield from _arms(target, inner, depth + 1)
+    else:
+        yield annotation
 
 
 def returns_input_required(fn: Callable[..., Any]) -> bool:
@@ -266,13 +337,31 @@ def returns_input_required(fn: Callable[..., Any]) -> bool:
 
     A call has a single inputResponses/requestState channel, so a tool that
     both uses resolvers and returns its own InputRequiredResult could never
-    converge; registration rejects the combination.
+    converge; registration rejects the combination. The arm counts however it
+    is spelled (Annotated, any union, a type alias), since a spelling that
+    slipped past would only fail at run time, after the client looped.
     """
-    annotation = _type_hints(fn).get("return")
+    annotation = _readable_type_hints(fn).get("return")
     if annotation is None:
         return False
-    return any(
-        isinstance(arm, type) and issubclass(arm, InputRequiredResult) for arm in _union_arms(annotation)
+    return any(isinstance(arm, type) and issubclass(arm, InputRequiredResult) for arm in _arms(annotation))
+
+
+def mixed_flow_message(resolved_params: ResolvedParameters, *, declared: bool) -> str:
+    """Why a handler may not combine resolvers with its own InputRequiredResult, naming a resolved parameter.
+
+    `declared`: found in the return annotation at registration; otherwise the
+    body returned one at run time (no annotation said so), and the call fails
+    with this as its tool error instead of sending the client rounds that can
+    never converge.
+    """
+    parameter, (marker, _wants_union) = next(iter(resolved_params.items()))
+    found = "the return annotation declares one" if declared else "the body returned one"
+    return (
+        "Resolve(...) parameters cannot be combined with an InputRequiredResult return: parameter "
+        f"{parameter!r} is filled by Resolve({callable_name(marker.fn)}) and {found}; a call has one "
+        "inputResponses/requestState channel, so its rounds are driven by resolvers or by the body, not "
+        "both (let a resolver return Elicit, Sample or ListRoots instead)"
     )
 
 
@@ -282,17 +371,19 @@ def _check_return_markers(hints: dict[str, Any], where: str) -> None:
     if annotation is None:
         return
     marker_arms = [
-        arm for arm in _union_arms(annotation) if (get_origin(arm) or arm) in (Elicit, Sample, ListRoots)
+        arm for arm in _arms(annotation) if (get_origin(arm) or arm) in (Elicit, Sample, ListRoots)
     ]
     if len(marker_arms) > 1:
         raise InvalidSignature(
-            f"{where}: its return annotation has {len(marker_arms)} question arms "
-            f"({', '.join(getattr(a, '__name__', repr(a)) for a in marker_arms)}); a resolver asks at most "
-            "one kind of question, split it into one resolver per question"
+            f"{where}: its return annotation has multiple Elicit/Sample/ListRoots arms ({len(marker_arms)} "
+            f"question arms: {', '.join(getattr(a, '__name__', repr(a)) for a in marker_arms)}); a resolver "
+            "asks at most one kind of question, split it into one resolver per question"
         )
     for arm in marker_arms:
         schema = get_args(arm)[0] if get_origin(arm) is Elicit else None
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
+        # `Elicit[BaseModel]` declares a form whose model is built at run time (`create_model`): there is
+        # nothing to check until the resolver returns it, and rendering checks it then.
+        if isinstance(schema, type) and issubclass(schema, BaseModel) and schema is not BaseModel:
             try:
                 form_schema(schema)
             except TypeError as exc:
@@ -342,7 +433,7 @@ def build_resolver_plans(
         where = f"resolver {name} (filling {consumer})"
         if key in visiting:
             cycle = " -> ".join([*path[visiting.index(key) :], name])
-            raise InvalidSignature(f"{where} depends on itself: {cycle}")
+            raise InvalidSignature(f"{where} has a cyclic dependency, it depends on itself: {cycle}")
         visiting.append(key)
         hints = _type_hints(fn)
         _check_return_markers(hints, where)
@@ -366,9 +457,9 @@ def build_resolver_plans(
                 argument_params.append(param_name)
             else:
                 raise InvalidSignature(
-                    f"{where}: cannot classify parameter {param_name!r}: it is not the Context, "
-                    "not Annotated[..., Resolve(...)] or `= Resolve(...)`, and not the name of a tool argument "
-                    f"(tool arguments: {', '.join(sorted(tool_arg_names)) or 'none'})"
+                    f"{where}: cannot classify parameter {param_name!r}, so it cannot be resolved: it is not "
+                    "the Context, not Annotated[..., Resolve(...)] or `= Resolve(...)`, and not the name of a "
+                    f"tool argument (tool arguments: {', '.join(sorted(tool_arg_names)) or 'none'})"
                 )
         visiting.pop()
         count = wire_keys_seen.get(name, 0) + 1

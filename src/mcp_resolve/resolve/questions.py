@@ -14,7 +14,14 @@ from pydantic import ValidationError
 from ..elicitation import form_schema, outcome_from_answer
 from .markers import Elicit, ListRoots, QuestionMarker, Sample
 
-__all__ = ["Question", "parse_answer", "render_question", "required_capability"]
+__all__ = [
+    "Question",
+    "capability_name",
+    "has_capability",
+    "parse_answer",
+    "render_question",
+    "required_capability",
+]
 
 Question = dict[str, Any]
 """A rendered client request: {"method": ..., "params": {...}}."""
@@ -70,6 +77,15 @@ def required_capability(marker: QuestionMarker) -> dict[str, Any]:
     if isinstance(marker, Sample):
         return {"sampling": {"tools": {}}} if marker.uses_tools else {"sampling": {}}
     return {"roots": {}}
+
+
+def capability_name(required: dict[str, Any]) -> str:
+    """The capability `required` asks for, as a person reads it in an error: "form elicitation", "sampling.tools"."""
+    if "elicitation" in required:
+        return "form elicitation"
+    if "sampling" in required:
+        return "sampling.tools" if "tools" in required["sampling"] else "sampling"
+    return "roots"
 
 
 def has_capability(declared: dict[str, Any] | None, required: dict[str, Any]) -> bool:

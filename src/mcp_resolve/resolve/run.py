@@ -32,7 +32,14 @@ from ..elicitation import ACCEPTED_ANY, AcceptedElicitation, CancelledElicitatio
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .markers import Elicit, ListRoots, Sample
 from .plan import ResolvedParameters, ResolverPlan
-from .questions import Question, has_capability, parse_answer, render_question, required_capability
+from .questions import (
+    Question,
+    capability_name,
+    has_capability,
+    parse_answer,
+    render_question,
+    required_capability,
+)
 from .tasks import cancel_scope, open_task_set
 
 if TYPE_CHECKING:
@@ -366,7 +373,8 @@ class _CallRun:
         if not has_capability(self.context.client_capabilities_dict, required):
             raise MCPError(
                 MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"Resolver {plan.name} needs a client capability the client did not declare",
+                f"Resolver {plan.name} needs a client capability the client did not declare "
+                f"({capability_name(required)})",
                 {"requiredCapabilities": required},
             )
         if self.questioner is None:
