@@ -143,6 +143,6 @@ def test_a_context_builds_its_scope_once_and_only_when_read() -> None:
     assert built == []  # made, passed around, never read: nothing built
     assert context.request_id == 41
     assert context.protocol_version == "2026-07-28"
-    assert context._questioner is None
+    assert context.questioner() is None
     assert built == [1]  # built on the first read, and only then
     assert Context(_scope(42)).request_id == 42  # a ready scope is used as it is

@@ -267,7 +267,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
         server.run()
         return 0
-    from .transports.http import check_state_keys
+    from .deployment import check_state_keys
 
     try:
         check_state_keys(server, args.workers)
@@ -307,7 +307,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The ASGI app of one `run --http --workers N` worker: the server file the parent was given."""
-    from .transports.http_guard import LOOPBACK_HOSTS
+    from .transports.http_hosts import LOOPBACK_HOSTS
 
     settings = json.loads(os.environ[WORKER_APP_ENV])
     host, allowed = settings["host"], settings["hosts"]

@@ -28,10 +28,11 @@ from .elicitation import (
     AcceptedElicitation,
     CancelledElicitation,
     DeclinedElicitation,
-    form_schema,
     outcome_from_answer,
 )
 from .errors import MidCallQuestionUnavailable
+from .resolve.markers import Elicit, ListRoots, Sample
+from .resolve.questions import render_question
 
 if TYPE_CHECKING:
     from .resolve.run import Questioner
@@ -109,6 +110,10 @@ class _RequestContextView:
 class Context(Generic[LifespanT, RequestT]):
     """One request, as seen by the code that serves it.
 
+    `LifespanT` types `lifespan_context`. `RequestT` is not used: it is there so
+    that annotations written for the official SDK (`Context[Lifespan, Request]`)
+    keep working unchanged.
+
     Given a function instead of a RequestScope, it builds the scope the first
     time something reads it: most tools never look at their request, and the
     scope is a good share of what serving a call costs (its questioner, the
@@ -116,6 +121,7 @@ class Context(Generic[LifespanT, RequestT]):
     """
 
     __slots__ = ("_build", "_built")
+    __mcp_resolve_context__ = True  # resolve.plan.CONTEXT_MARK: how the engine knows a Context parameter
 
     def __init__(self, scope: RequestScope | Callable[[], RequestScope]) -> None:
         if isinstance(scope, RequestScope):
@@ -133,9 +139,12 @@ class Context(Generic[LifespanT, RequestT]):
             self._build = None
         return scope
 
-    @property
-    def _questioner(self) -> Questioner | None:
-        """How the resolver engine asks this request's client its questions (None: it cannot)."""
+    def questioner(self) -> Questioner | None:
+        """How the resolver engine asks this request's client its questions (None: it cannot).
+
+        A method, handed to the engine uncalled: the request scope is built only
+        if a resolver actually asks.
+        """
         return self._scope.questioner
 
     # -- who is asking -------------------------------------------------------------------
@@ -258,9 +267,8 @@ class Context(Generic[LifespanT, RequestT]):
     ) -> AcceptedElicitation[ModelT] | DeclinedElicitation | CancelledElicitation:
         """Ask the person a form question (handshake era)."""
         send = self._mid_call("elicit", "Elicit(message, Model)")
-        answer = await send(
-            "elicitation/create", {"mode": "form", "message": message, "requestedSchema": form_schema(schema)}
-        )
+        question = render_question(Elicit(message, schema))
+        answer = await send(question["method"], question["params"])
         return outcome_from_answer(schema, answer)
 
     async def sample(
@@ -271,9 +279,6 @@ class Context(Generic[LifespanT, RequestT]):
         **options: Any,
     ) -> CreateMessageResult:
         """Sample the client's LLM (handshake era)."""
-        from .resolve.markers import Sample
-        from .resolve.questions import render_question
-
         send = self._mid_call("sample", "Sample(...)")
         question = render_question(Sample(messages, max_tokens=max_tokens, **options))
         return CreateMessageResult.model_validate(await send(question["method"], question["params"]))
@@ -281,4 +286,5 @@ class Context(Generic[LifespanT, RequestT]):
     async def list_roots(self) -> ListRootsResult:
         """Ask the client for its roots (handshake era)."""
         send = self._mid_call("list_roots", "ListRoots()")
-        return ListRootsResult.model_validate(await send("roots/list", {}))
+        question = render_question(ListRoots())
+        return ListRootsResult.model_validate(await send(question["method"], question["params"]))

@@ -25,6 +25,7 @@ from .errors import INTERNAL_ERROR, InvalidSignature, MCPError, ToolError
 from .resolve.plan import (
     ResolverPlan,
     build_resolver_plans,
+    call_target,
     callable_name,
     find_resolved_parameters,
     is_context_annotation,
@@ -102,7 +103,7 @@ class HandlerSignature:
     def analyse(
         cls, fn: Callable[..., Any], name: str, overrides: Overrides, *, model_suffix: str
     ) -> HandlerSignature:
-        target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
+        target = call_target(fn)
         try:
             hints = get_type_hints(target, include_extras=True)
         except Exception as exc:
@@ -207,7 +208,9 @@ class HandlerSignature:
         context: Context,
         exit_stack: AsyncExitStack | None,
     ) -> Any:
-        injected = await run_steps(call, plans, arguments, context, exit_stack=exit_stack)
+        injected = await run_steps(
+            call, plans, arguments, context, questioner=context.questioner, exit_stack=exit_stack
+        )
         if isinstance(injected, InputRequiredResult):
             return injected
         result = await self._run_body({**arguments, **injected}, context)

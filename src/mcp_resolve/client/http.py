@@ -34,6 +34,13 @@ import pydantic_core
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND
+from ..protocol.http_names import (
+    METHOD_HEADER,
+    NAME_FIELDS,
+    NAME_HEADER,
+    PROTOCOL_VERSION_HEADER,
+    SESSION_HEADER,
+)
 from ..protocol.jsonrpc import encode, error_message
 from ..protocol.param_headers import (
     InvalidHeaderDeclaration,
@@ -41,13 +48,11 @@ from ..protocol.param_headers import (
     header_declarations,
     param_headers,
 )
-from ..transports.http_headers import METHOD_HEADER, NAME_FIELDS, NAME_HEADER, PROTOCOL_VERSION_HEADER
 
 __all__ = ["HttpPipe", "open_http"]
 
 logger = logging.getLogger("mcp_resolve.client")
 
-SESSION_HEADER = "mcp-session-id"
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 _TIMEOUT = httpx.Timeout(30.0, read=None)  # an SSE stream may stay quiet while a tool works
 _RESUME_ATTEMPTS = 3

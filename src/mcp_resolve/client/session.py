@@ -10,8 +10,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from ..concurrency import cancel_scope
 from ..errors import INTERNAL_ERROR, MCPError
-from ..resolve.tasks import cancel_scope
 from .pipes import MessagePipe
 
 __all__ = ["ClientSession"]

@@ -20,6 +20,7 @@ __all__ = [
     "IncomingNotification",
     "IncomingRequest",
     "IncomingResponse",
+    "MalformedMessage",
     "Sink",
     "decode",
     "encode",
@@ -101,48 +102,56 @@ def is_request_id(value: Any) -> TypeGuard[int | str]:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
+class MalformedMessage(MCPError):
+    """A message that is not a usable JSON-RPC message; `request_id` is its id when one could be read.
+
+    The answer to it goes back with that id (or null), so a client that sent a
+    bad request still learns which one failed.
+    """
+
+    def __init__(self, code: int, message: str, request_id: Any = None) -> None:
+        super().__init__(code, message)
+        self.request_id: int | str | None = request_id if is_request_id(request_id) else None
+
+    def answer(self) -> dict[str, Any]:
+        return error_message(self.request_id, self.code, self.message)
+
+
 def decode(raw: bytes | str | dict[str, Any]) -> Incoming:
-    """Classify one message; raises MCPError (with `.request_id` when known) for bad input."""
+    """Classify one message; raises MalformedMessage for bad input."""
     if isinstance(raw, dict):
         obj: Any = raw
     else:
         try:
             obj = pydantic_core.from_json(raw)
         except ValueError:
-            raise MCPError(PARSE_ERROR, "Parse error: the message is not valid JSON") from None
+            raise MalformedMessage(PARSE_ERROR, "Parse error: the message is not valid JSON") from None
     if not isinstance(obj, dict):
-        raise MCPError(
+        raise MalformedMessage(
             INVALID_REQUEST, "Invalid Request: a message must be a JSON object (batches are not supported)"
         )
     request_id: Any = obj.get("id")
     if obj.get("jsonrpc") != "2.0":
-        raise _with_id(MCPError(INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\""), request_id)
+        raise MalformedMessage(INVALID_REQUEST, "Invalid Request: 'jsonrpc' must be \"2.0\"", request_id)
     method = obj.get("method")
     if method is not None:
         if not isinstance(method, str):
-            raise _with_id(
-                MCPError(INVALID_REQUEST, "Invalid Request: 'method' must be a string"), request_id
-            )
+            raise MalformedMessage(INVALID_REQUEST, "Invalid Request: 'method' must be a string", request_id)
         params = obj.get("params")
         if params is None:
             params = {}
         elif not isinstance(params, dict):
             # JSON-RPC allows by-position params; MCP methods take only named ones, so it is bad params.
-            raise _with_id(MCPError(INVALID_PARAMS, "Invalid params: 'params' must be an object"), request_id)
+            raise MalformedMessage(INVALID_PARAMS, "Invalid params: 'params' must be an object", request_id)
         if "id" not in obj:
             return IncomingNotification(method, params)
         if not is_request_id(request_id):
-            raise MCPError(INVALID_REQUEST, "Invalid Request: 'id' must be a string or an integer")
+            raise MalformedMessage(INVALID_REQUEST, "Invalid Request: 'id' must be a string or an integer")
         return IncomingRequest(request_id, method, params)
     if is_request_id(request_id) and ("result" in obj or "error" in obj):
         result, error = obj.get("result"), obj.get("error")
         if isinstance(result, dict) or isinstance(error, dict):
             return IncomingResponse(request_id, result if isinstance(result, dict) else None, error)
-    raise _with_id(
-        MCPError(INVALID_REQUEST, "Invalid Request: not a request, notification or response"), request_id
+    raise MalformedMessage(
+        INVALID_REQUEST, "Invalid Request: not a request, notification or response", request_id
     )
-
-
-def _with_id(error: MCPError, request_id: Any) -> MCPError:
-    error.request_id = request_id if is_request_id(request_id) else None  # type: ignore[attr-defined]
-    return error

@@ -18,17 +18,17 @@ import anyio
 import anyio.abc
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
+from ..concurrency import cancel_scope
 from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
-from ..resolve.tasks import cancel_scope
 from . import handshake, modern
 from .jsonrpc import (
     IncomingNotification,
     IncomingRequest,
     IncomingResponse,
+    MalformedMessage,
     Sink,
     decode,
-    error_message,
     failure_message,
     is_request_id,
     notifier,
@@ -105,8 +105,8 @@ class Connection:
         """Take one raw message; a request is started in `group`, everything else handled now."""
         try:
             message = decode(raw)
-        except MCPError as exc:
-            await sink(error_message(getattr(exc, "request_id", None), exc.code, exc.message))
+        except MalformedMessage as exc:
+            await sink(exc.answer())
             return
         if isinstance(message, IncomingRequest):
             self._running += 1

@@ -29,6 +29,7 @@ __all__ = [
     "ResolvedParameters",
     "ResolverPlan",
     "build_resolver_plans",
+    "call_target",
     "callable_name",
     "find_resolved_parameters",
     "is_context_annotation",
@@ -71,23 +72,28 @@ def callable_name(fn: Callable[..., Any]) -> str:
     return f"{module}:{qualname}"
 
 
-def is_context_annotation(annotation: Any) -> bool:
-    from ..context import Context  # the engine only needs to recognise the type
+CONTEXT_MARK = "__mcp_resolve_context__"
+"""The attribute by which the engine recognises the Context class (and subclasses) without importing it:
+the Context lives above the engine, and the engine imports nothing above it."""
 
+
+def is_context_annotation(annotation: Any) -> bool:
     origin = get_origin(annotation)
     if origin is Union or origin is types.UnionType:  # `ctx: Context | None = None`
         return any(is_context_annotation(arm) for arm in get_args(annotation))
     candidate = origin or annotation
-    return isinstance(candidate, type) and issubclass(candidate, Context)
+    return isinstance(candidate, type) and getattr(candidate, CONTEXT_MARK, False) is True
 
 
-def _hint_target(fn: Callable[..., Any]) -> Any:
+def call_target(fn: Callable[..., Any]) -> Any:
+    """What actually runs when `fn` is called: itself for a function or method, else its `__call__`
+    (a callable object), whose annotations and kind (async, generator) are the ones that count."""
     return fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
 
 
 def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     try:
-        return get_type_hints(_hint_target(fn), include_extras=True)
+        return get_type_hints(call_target(fn), include_extras=True)
     except Exception as exc:
         raise InvalidSignature(f"cannot read the annotations of {callable_name(fn)}: {exc}") from exc
 
@@ -100,7 +106,7 @@ def _readable_type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     annotation that cannot be read simply declares nothing. Registration reads
     every annotation strictly on its own and refuses the handler with its own message.
     """
-    target = _hint_target(fn)
+    target = call_target(fn)
     try:
         return get_type_hints(target, include_extras=True)
     except Exception:
@@ -391,7 +397,7 @@ def _check_return_markers(hints: dict[str, Any], where: str) -> None:
 
 
 def _kind_of(fn: Callable[..., Any]) -> ResolverKind:
-    target = fn if inspect.isfunction(fn) or inspect.ismethod(fn) else getattr(fn, "__call__", fn)  # noqa: B004
+    target = call_target(fn)
     if inspect.isasyncgenfunction(target):
         return "async_generator"
     if inspect.isgeneratorfunction(target):

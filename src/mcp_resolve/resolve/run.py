@@ -11,7 +11,7 @@ too, so a declined answer stops exactly what a sequential run would stop. On
 first, as the sequential run would, because its answer may end the call sooner.
 
 The engine never touches a wire. Questions go to a `Questioner` that the
-protocol layer puts on the Context: the handshake era asks mid-call, the
+protocol layer builds for the request and the caller hands to the run: the handshake era asks mid-call, the
 2026-07-28 era answers from the retry or returns `PENDING`, and the engine
 then asks the questioner to turn the open questions into an
 `InputRequiredResult`.
@@ -19,7 +19,7 @@ then asks the questioner to turn the open questions into an
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from mcp_types import InputRequiredResult
 
+from ..concurrency import cancel_scope, open_task_set
 from ..elicitation import ACCEPTED_ANY, AcceptedElicitation, CancelledElicitation, DeclinedElicitation
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .markers import Elicit, ListRoots, Sample
@@ -40,7 +41,6 @@ from .questions import (
     render_question,
     required_capability,
 )
-from .tasks import cancel_scope, open_task_set
 
 if TYPE_CHECKING:
     from ..context import Context
@@ -49,11 +49,15 @@ __all__ = [
     "PENDING",
     "CallPlan",
     "Questioner",
+    "QuestionerSource",
     "plan_call",
     "resolve_arguments",
     "run_steps",
     "sequential_steps",
 ]
+
+QuestionerSource = Callable[[], "Questioner | None"]
+"""Where a run's questions go, asked for only when a resolver asks (None: this request cannot ask)."""
 
 PENDING: Any = type("Pending", (), {"__repr__": lambda self: "PENDING"})()
 """Returned by a questioner that has no answer yet (2026-07-28): ask in the next round."""
@@ -160,11 +164,13 @@ class _CallRun:
         plans: Mapping[Hashable, ResolverPlan],
         tool_args: Mapping[str, Any],
         context: Context,
+        questioner: QuestionerSource,
         exit_stack: AsyncExitStack | None,
     ) -> None:
         self.plans = plans
         self.tool_args = tool_args
         self.context = context
+        self._questioner = questioner
         self.exit_stack = exit_stack
         self.outcomes: dict[Hashable, Any] = {}
         self.pending: dict[Hashable, tuple[str, Question]] = {}
@@ -182,7 +188,7 @@ class _CallRun:
     @property
     def questioner(self) -> Questioner | None:
         """Read when a question is asked, not before: the context builds its request scope on first use."""
-        return getattr(self.context, "_questioner", None)
+        return self._questioner()
 
     async def execute(self, call: CallPlan) -> dict[str, Any] | InputRequiredResult:
         steps = self.steps = call.steps
@@ -477,10 +483,11 @@ async def resolve_arguments(
             consumer asked for the unwrapped model, or a resolver raised it.
     """
     call = plan_call(resolved_params, plans)
+    questioner = context.questioner
     if exit_stack is not None or not call.has_generators:
-        return await run_steps(call, plans, tool_args, context, exit_stack=exit_stack)
+        return await run_steps(call, plans, tool_args, context, questioner=questioner, exit_stack=exit_stack)
     async with AsyncExitStack() as own_stack:
-        return await run_steps(call, plans, tool_args, context, exit_stack=own_stack)
+        return await run_steps(call, plans, tool_args, context, questioner=questioner, exit_stack=own_stack)
 
 
 async def run_steps(
@@ -489,10 +496,14 @@ async def run_steps(
     tool_args: Mapping[str, Any],
     context: Context,
     *,
+    questioner: QuestionerSource,
     exit_stack: AsyncExitStack | None = None,
 ) -> dict[str, Any] | InputRequiredResult:
     """`resolve_arguments` with the run already planned (a registered handler plans it once).
 
-    `exit_stack` takes generator resolvers' cleanup; a run with a generator resolver must have one.
+    `questioner` gives the channel questions go to, called only when a
+    resolver asks (the protocol layer builds it on first use); `exit_stack`
+    takes generator resolvers' cleanup, and a run with a generator resolver
+    must have one.
     """
-    return await _CallRun(plans, tool_args, context, exit_stack).execute(call)
+    return await _CallRun(plans, tool_args, context, questioner, exit_stack).execute(call)

@@ -21,9 +21,10 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..deployment import check_state_keys
 from .http_endpoint import StreamableHTTPEndpoint
-from .http_guard import LOOPBACK_HOSTS, HttpOptions
-from .http_lifespan import check_state_keys
+from .http_hosts import LOOPBACK_HOSTS
+from .http_options import HttpOptions
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -33,7 +34,6 @@ __all__ = [
     "HttpOptions",
     "StreamableHTTPApp",
     "StreamableHTTPEndpoint",
-    "check_state_keys",
     "create_app",
     "serve_http",
 ]

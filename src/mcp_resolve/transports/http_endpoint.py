@@ -32,32 +32,27 @@ from ..errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
-    MCPError,
 )
 from ..protocol import modern
+from ..protocol.http_names import PROTOCOL_VERSION_HEADER, SESSION_HEADER
 from ..protocol.jsonrpc import (
     Incoming,
     IncomingNotification,
     IncomingRequest,
     IncomingResponse,
+    MalformedMessage,
     decode,
     error_message,
 )
 from ..protocol.session import Connection
+from .http_body import ClientGone, read_body
 from .http_exchange import SSE_HEADERS, Exchange, sse_event
-from .http_guard import (
-    ClientGone,
-    HostPolicy,
-    HttpOptions,
-    OriginPolicy,
-    accepted_media,
-    json_response,
-    post_media,
-    read_body,
-    refusal,
-)
-from .http_headers import PROTOCOL_VERSION_HEADER, RequestHeaders, modern_rejection
+from .http_headers import RequestHeaders, modern_rejection
+from .http_hosts import HostPolicy, OriginPolicy
 from .http_lifespan import AppLifespan
+from .http_media import accepted_media, post_media
+from .http_options import HttpOptions
+from .http_responses import json_response, refusal
 from .http_sessions import Session, Sessions
 
 if TYPE_CHECKING:
@@ -67,7 +62,6 @@ __all__ = ["StreamableHTTPEndpoint"]
 
 logger = logging.getLogger("mcp_resolve.http")
 
-SESSION_HEADER = "mcp-session-id"
 _SESSION = SESSION_HEADER.encode()
 _VERSION = PROTOCOL_VERSION_HEADER.encode()
 _ERROR_STATUS = {
@@ -199,10 +193,8 @@ class StreamableHTTPEndpoint:
             return
         try:
             message = decode(body)
-        except MCPError as exc:
-            await json_response(400, error_message(getattr(exc, "request_id", None), exc.code, exc.message))(
-                scope, receive, send
-            )
+        except MalformedMessage as exc:
+            await json_response(400, exc.answer())(scope, receive, send)
             return
         version = headers.value(_VERSION)
         session_id = headers.value(_SESSION)
@@ -376,7 +368,7 @@ class StreamableHTTPEndpoint:
         start = {
             "type": "http.response.start",
             "status": 200,
-            "headers": [*SSE_HEADERS, (b"mcp-session-id", session.id.encode())],
+            "headers": [*SSE_HEADERS, (_SESSION, session.id.encode())],
         }
         await send(start)
         writing, ended = anyio.Lock(), False

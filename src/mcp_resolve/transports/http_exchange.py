@@ -24,9 +24,9 @@ import anyio
 import anyio.lowlevel
 from starlette.types import Receive, Send
 
+from ..concurrency import asyncio_cancel_scope, cancel_scope
 from ..errors import INTERNAL_ERROR, MCPError
 from ..protocol.jsonrpc import encode
-from ..resolve.tasks import asyncio_cancel_scope, cancel_scope
 
 __all__ = ["SSE_HEADERS", "Exchange", "sse_event"]
 

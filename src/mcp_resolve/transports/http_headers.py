@@ -19,22 +19,16 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..errors import HEADER_MISMATCH, INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..protocol.http_names import METHOD_HEADER, NAME_FIELDS, NAME_HEADER, PROTOCOL_VERSION_HEADER
 from ..protocol.jsonrpc import IncomingRequest
 from ..protocol.param_headers import decode_header_value
 
 __all__ = [
-    "METHOD_HEADER",
-    "NAME_FIELDS",
-    "NAME_HEADER",
-    "PROTOCOL_VERSION_HEADER",
     "RequestHeaders",
     "check_standard_headers",
     "modern_rejection",
 ]
 
-PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
-METHOD_HEADER = "mcp-method"
-NAME_HEADER = "mcp-name"
 _VERSION, _METHOD, _NAME = (name.encode() for name in (PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER))
 
 
@@ -92,10 +86,6 @@ class RequestHeaders(Mapping[str, str]):
 
     def __repr__(self) -> str:
         return f"RequestHeaders({self._decoded()!r})"
-
-
-NAME_FIELDS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""The body field each name-bearing method mirrors into `Mcp-Name`."""
 
 
 def check_standard_headers(method: str, params: Mapping[str, Any], headers: RequestHeaders) -> str | None:

@@ -12,50 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..sealing import ENV_KEYS
+from ..deployment import check_state_keys
 from .http_workers import serving_processes
 
 if TYPE_CHECKING:
     from ..server import MCPServer
 
-__all__ = ["AppLifespan", "check_state_keys"]
+__all__ = ["AppLifespan"]
 
 logger = logging.getLogger("mcp_resolve.http")
-
-_warned_ephemeral: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def check_state_keys(server: MCPServer, workers: int) -> None:
-    """Refuse a multi-worker fleet without shared requestState keys; warn once for a lone worker.
-
-    With per-process keys every worker rejects state another worker sealed, so
-    most input-required retries would fail at random: better not to start.
-    """
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if not server.request_state_security.is_ephemeral:
-        return
-    if workers > 1:
-        raise RuntimeError(
-            f"refusing to start {workers} workers with a per-process requestState key: each worker would "
-            f"reject the state the others sealed. Share keys by setting {ENV_KEYS} (comma-separated secrets "
-            'of at least 32 bytes; generate one with: python -c "import secrets; print(secrets.token_urlsafe(48))") '
-            "or pass MCPServer(..., request_state_security=RequestStateSecurity(keys=[...]))."
-        )
-    if server not in _warned_ephemeral:
-        _warned_ephemeral.add(server)
-        logger.warning(
-            "requestState is sealed with a per-process ephemeral key: input-required retries that arrive "
-            "after a restart will be rejected; set %s to keep them valid across restarts",
-            ENV_KEYS,
-        )
 
 
 class AppLifespan:

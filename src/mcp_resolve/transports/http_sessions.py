@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ..concurrency import cancel_scope
 from ..protocol.session import Connection
-from ..resolve.tasks import cancel_scope
 
 if TYPE_CHECKING:
     from ..server import MCPServer

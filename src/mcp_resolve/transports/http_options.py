@@ -1,0 +1,46 @@
+"""The knobs of the Streamable HTTP app: `mcp.streamable_http_app(...)` and `mcp.run(transport="streamable-http", ...)`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpOptions"]
+
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """The knobs of `mcp.streamable_http_app(...)` (and `mcp.run(transport="streamable-http", ...)`).
+
+    `allowed_hosts`: accepted `Host` values, as `name` (any port), `name:port`
+    or `"*"`; default loopback only. `allowed_origins`: accepted `Origin`
+    values (`"https://app.example.com"` or `"*"`); by default an origin is
+    accepted when its host passes `allowed_hosts`. Handshake-era sessions
+    idle for `session_idle_timeout` seconds are dropped (swept on a timer),
+    at most `max_sessions` live at once and at most `max_sessions_per_client`
+    per client, its principal or else its address (None: no bound). `principal(request)` names
+    the authenticated caller (default: Starlette's `request.user` when
+    authenticated); requestState and handshake sessions are bound to it.
+    """
+
+    allowed_hosts: Sequence[str] | None = None
+    allowed_origins: Sequence[str] | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    sse_ping_interval: float = 15.0
+    session_idle_timeout: float | None = 3600.0
+    max_sessions: int | None = 10_000
+    max_sessions_per_client: int | None = 100
+    principal: Callable[[Request], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_body_bytes <= 0:
+            raise ValueError("max_body_bytes must be positive")
+        if self.sse_ping_interval <= 0:
+            raise ValueError("sse_ping_interval must be positive")
+        for name in ("allowed_hosts", "allowed_origins"):
+            if isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a list of strings, e.g. [{getattr(self, name)!r}]")
