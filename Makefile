@@ -56,8 +56,10 @@ pytest: $(STAMP) $(CLIENTS_NODE_STAMP)
 conformance: $(STAMP) $(NODE_STAMP)
 	$(PY) conformance/run.py
 
+# About fourteen minutes; prints every figure and a verdict per target (benchmarks/README.md).
+# Pass options with BENCH_ARGS, e.g. `make bench BENCH_ARGS="--transports http --reps 1"`.
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 # Three minutes of mixed refund load on a two-worker HTTP fleet, with dropped clients and a worker
 # killed and restarted; fails on a lost or doubled refund. Not part of `make test`.

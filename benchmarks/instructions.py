@@ -18,7 +18,7 @@ flushes them (cachegrind's simulated 32 KiB L1 and 8 MiB LL; 20 and 60 calls,
 each run again with the flushes alone, which are subtracted; a W4 refund's
 three requests follow one flush, so later rounds find some lines warm). Over HTTP with
 one client, a call's cost follows this count more than its instructions
-(README.md, "HTTP, fifth round"). The figure includes the in-process driver's
+(README.md, "Known limits"). The figure includes the in-process driver's
 own side of each call, the same for every variant compared.
 
 Each workload is run twice under `valgrind --tool=callgrind`, for 100 and for
@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKLOADS = {
     "W1": ("echo", {"text": "hello"}),
     "W2": ("order_book", {"title": "Dune"}),
+    "W3": ("fan_out", {"x": 1}),
     "W3n": ("nap", {"x": 1}),
     "W4": ("refund_order", {"order_id": "ORD-7002", "reason": "wrong size"}),
 }

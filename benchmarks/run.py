@@ -2,12 +2,11 @@
 
 Every framework's server is driven by the same client (the official `mcp`
 Client), so only the server differs; on HTTP 2026-07-28 a bare ASGI app
-(`servers/floor.py`) answers W1 beside them, to show the floor they share.
-The primary figure is the server's CPU time per call, read from the server
-process; each figure is the median of the repetitions, and each ratio is
-taken within one repetition (the frameworks take turns block by block,
-`measure_interleaved`), then the median of those ratios is reported. See
-README.md.
+(`servers/floor.py`) answers W1 and W3n beside them, to show the floor they
+share (W3 over HTTP is judged against its W3n). The primary figure is the
+server's CPU time per call, read from the server process; each figure is the
+median of the repetitions, and each ratio is taken within one run (the
+frameworks take turns block by block, `measure_interleaved`). See README.md.
 """
 
 from __future__ import annotations

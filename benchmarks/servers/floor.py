@@ -7,9 +7,9 @@ same client; this app costs next to nothing on top of them, so its CPU per
 call is that shared floor, and a framework's CPU per call less the floor is
 what the framework itself spends. Its `nap` (W3n: one 20 ms await) is the
 floor under W3's latency in the same way: what the host, uvicorn and the
-client make of a call that waits 20 ms, with no framework at all. The driver
-serves W1 and W3n on 2026-07-28 from it alongside the frameworks (README.md,
-"HTTP, fifth round" and "Tenth round").
+client make of a call that waits 20 ms, with no framework at all, and the W3
+target over HTTP is judged against it. The driver serves W1 and W3n on
+2026-07-28 from it alongside the frameworks (README.md, "Reading the figures").
 
 Run `python -m benchmarks.servers.floor http PORT`.
 """
