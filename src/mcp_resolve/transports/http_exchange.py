@@ -11,6 +11,14 @@ When the client goes away mid-request, the era decides: at 2026-07-28
 closing the stream *is* cancellation, so the work stops; on the handshake era
 disconnection is not cancellation, so the work finishes, its output is dropped,
 and questions it is still waiting on are failed (nobody is left to answer them).
+
+The shortcut kept here: on asyncio the disconnect guard is a plain task
+started from raw `call_soon`/`call_later` timers, and only for a call that
+pauses (`Exchange.run`); the portable path (`_run_in_task_group`, what trio
+runs) watches every call from a task group. Measured when it went in: W1
+over HTTP 1.29 -> 0.85 ms server CPU, and W3n -22 % instructions for the
+first-pause timer. `PLAIN_EXCHANGE = True` (tests set it) runs the portable
+path on asyncio too, so both stay tested.
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ SSE_HEADERS = [
 _PING = b": ping\n\n"
 _UNDECIDED, _JSON, _STREAM = "undecided", "json", "stream"
 _NO_SCOPE = contextlib.nullcontext()
+PLAIN_EXCHANGE = False
+"""Run every exchange on the portable task-group path, even on asyncio (for tests of that path)."""
 GUARD_DELAY = 0.05
 """Seconds a request may stay paused before a guard starts watching for a hang-up (and for ping time).
 
@@ -135,6 +145,8 @@ class Exchange:
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # another event loop (trio): a task group carries the guard
+            loop = None
+        if loop is None or PLAIN_EXCHANGE:
             await self._run_in_task_group(answer, receive)
             return
         # On asyncio the guard is a plain task, started only once the work has been paused for
