@@ -78,22 +78,7 @@ class StreamableHTTPApp(Starlette):
 
 
 def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> StreamableHTTPApp:
-    """A Starlette app serving `server` at `path`; options are `HttpOptions` fields.
-
-    A server with a `token_verifier` gets the protected endpoint and its
-    metadata routes (`http_protected`); an open one refuses to serve tools
-    that declare `scopes=`, which nothing would then enforce.
-    """
-    if server.token_verifier is not None or server.auth is not None:
-        from .http_protected import protected_app
-
-        return protected_app(server, path, HttpOptions(**options))
-    scoped = [str(c.name) for c in server.components() if getattr(c, "scopes", ())]
-    if scoped:
-        raise ValueError(
-            f"tools {', '.join(scoped)} declare scopes=, but this server has no token_verifier, so over HTTP "
-            "anyone could call them: build MCPServer(..., token_verifier=..., auth=AuthSettings(...))"
-        )
+    """A Starlette app serving `server` at `path`; options are `HttpOptions` fields."""
     return StreamableHTTPApp(StreamableHTTPEndpoint(server, HttpOptions(**options)), path)
 
 
