@@ -49,7 +49,7 @@ CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.p
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
 MISSING_CAPABILITY = re.compile(
-    r"Resolver \S+:refund_scope needs a client capability the client did not declare"
+    r"Resolver \S+:refund_scope needs a client capability the client did not declare \(form elicitation\)"
 )
 
 
