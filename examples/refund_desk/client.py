@@ -3,12 +3,19 @@
     python examples/refund_desk/client.py                  # stdio: spawns server.py
     python examples/refund_desk/client.py --http           # hosts server.py on a free port (2026-07-28 rounds)
     python examples/refund_desk/client.py --http --legacy  # same, handshake era (questions mid-call)
+    python examples/refund_desk/client.py --auth           # HTTP with bearer tokens: the customer is the token's
 
 The same server code answers on every path. The client checks that the model
 only ever sees `order_id` and `reason`, runs the story's six calls, checks
 each outcome, which questions the person was asked, how many round trips
 each call took, and that the scope question fired once per call even though
 two resolvers consume it. Any failed check makes the exit status non-zero.
+
+With `--auth` the desk demands a bearer token. The client makes a signing
+key for the run, starts the server trusting it, and mints alice's token (a
+local stand-in for an authorization server). It shows a call without a token
+turned away, plays the story as alice, then tries bob's order while passing
+`customer_id="bob"`: refused, because the customer comes from the token.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from typing import Any
 import anyio
 from mcp_types import CallToolResult, ElicitRequestFormParams
 
-from mcp_resolve import Client
+from mcp_resolve import Client, MCPError
 
 SERVER = Path(__file__).resolve().with_name("server.py")
 SCHEMA_FIELDS = {"order_id", "reason"}
@@ -57,6 +64,8 @@ class Step:
     error: str | None = None
     rounds: int = 1
     """tools/call requests the call takes on 2026-07-28 (each input-required round is one more)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Arguments the model slips in beyond the schema (the server ignores them)."""
 
     @property
     def questions(self) -> list[str]:
@@ -95,6 +104,10 @@ STORY = (
     ),
     Step("ORD-9999", "never ordered", error="unknown order 'ORD-9999'"),
 )
+SOMEONE_ELSES = Step(
+    "ORD-8001", "it is my order, really", error="unknown order 'ORD-8001'", extra={"customer_id": "bob"}
+)
+"""With --auth: alice's token, bob's order, and an argument claiming to be bob."""
 
 
 class CountingClient(Client):
@@ -144,7 +157,9 @@ def _text(result: CallToolResult) -> str:
     return " ".join(getattr(block, "text", "") for block in result.content)
 
 
-async def play(client: CountingClient, person: Person, say: Any) -> list[str]:
+async def play(
+    client: CountingClient, person: Person, say: Any, story: tuple[Step, ...] = STORY
+) -> list[str]:
     """Run the story on a connected client; return the failed checks (empty when all passed)."""
     failures: list[str] = []
     modern = client.is_modern
@@ -158,14 +173,19 @@ async def play(client: CountingClient, person: Person, say: Any) -> list[str]:
     if properties != SCHEMA_FIELDS or required != SCHEMA_FIELDS:
         failures.append(f"input schema: properties {sorted(properties)}, required {sorted(required)}")
 
-    for number, step in enumerate(STORY, 1):
-        say(f"{number}. refund_order(order_id={step.order_id!r}, reason={step.reason!r})")
+    for number, step in enumerate(story, 1):
+        slipped = "".join(f", {name}={value!r}" for name, value in step.extra.items())
+        say(f"{number}. refund_order(order_id={step.order_id!r}, reason={step.reason!r}{slipped})")
         person.script, person.asked = step.answers, []
         before = client.tool_requests
-        result = await client.call_tool("refund_order", {"order_id": step.order_id, "reason": step.reason})
+        arguments = {"order_id": step.order_id, "reason": step.reason, **step.extra}
+        result = await client.call_tool("refund_order", arguments)
         rounds = client.tool_requests - before
         if not person.asked:
             say("   (no questions: nothing to ask the person)")
+        if step.extra:
+            ignored = ", ".join(step.extra)
+            say(f"   ({ignored}: not a parameter of refund_order, so ignored; the customer comes from the token)")
         if result.is_error:
             say(f"   error: {_text(result)}")
         else:
@@ -214,12 +234,16 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def hosted_server() -> AsyncIterator[str]:
-    """Run server.py on HTTP on a free loopback port for the length of the block; yield its URL."""
+async def hosted_server(public_key: Path | None = None) -> AsyncIterator[str]:
+    """Run server.py on HTTP on a free loopback port for the length of the block; yield its URL.
+
+    With `public_key` (a PEM file) the server runs `--auth`, trusting tokens that key's pair signs.
+    """
     port = _free_port()
+    auth = ["--auth", "--public-key", str(public_key)] if public_key is not None else []
     with tempfile.TemporaryFile() as log:
         process = await anyio.open_process(
-            [sys.executable, str(SERVER), "--http", "--port", str(port)],
+            [sys.executable, str(SERVER), "--http", "--port", str(port), *auth],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -257,7 +281,12 @@ async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--http", action="store_true", help="host server.py on HTTP on a free loopback port")
     parser.add_argument("--legacy", action="store_true", help="speak the handshake era (initialize)")
+    parser.add_argument(
+        "--auth", action="store_true", help="HTTP with bearer tokens: mint alice's token with a key made for this run"
+    )
     args = parser.parse_args(argv)
+    if args.auth:
+        return await _main_authenticated(args.legacy)
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -287,6 +316,61 @@ async def _target(http: bool) -> AsyncIterator[str]:
         return
     async with hosted_server() as url:
         yield url
+
+
+async def _main_authenticated(legacy: bool) -> int:
+    """The story as alice over HTTP --auth, framed by a call without a token and a try at bob's order."""
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    from joserfc.jwk import ECKey  # the mcp-resolve[auth] extra
+
+    key = ECKey.generate_key("P-256", parameters={"kid": "desk-demo"})
+    person = Person(say)
+    mode = "legacy" if legacy else "2026-07-28"
+    with tempfile.TemporaryDirectory() as scratch:
+        public_key = Path(scratch) / "desk-demo.pem"
+        public_key.write_bytes(key.as_pem(private=False))
+        async with hosted_server(public_key) as url:
+            try:
+                async with Client(url, mode=mode) as anonymous:
+                    await anonymous.list_tools()
+                say("A call without a token went through: the desk is not protected")
+                return 1
+            except MCPError as exc:
+                say(f"Without a token the desk refuses: {exc.message}")
+            token = mint_token(key, subject="alice", audience=url)
+            headers = {"authorization": f"Bearer {token}"}
+            async with CountingClient(url, mode=mode, elicitation_handler=person, headers=headers) as client:
+                say(f"Refund desk over HTTP, protocol {client.protocol_version}, as alice (bearer token)\n")
+                failures = await play(client, person, say, (*STORY, SOMEONE_ELSES))
+    if failures:
+        say("\nFAILED checks:")
+        for failure in failures:
+            say(f"  - {failure}")
+        return 1
+    say(f"All checks passed (HTTP with a bearer token, protocol {client.protocol_version}).")
+    return 0
+
+
+def mint_token(key: Any, *, subject: str, audience: str) -> str:
+    """A token as an authorization server would issue it for this desk (here the client signs it itself)."""
+    import time
+
+    from joserfc import jwt
+
+    now = int(time.time())
+    claims = {
+        "iss": "https://auth.refund-desk.example",
+        "sub": subject,
+        "aud": audience,
+        "client_id": "refund-desk-demo",
+        "scope": "refunds:write",
+        "iat": now,
+        "exp": now + 600,
+    }
+    return jwt.encode({"alg": "ES256", "kid": "desk-demo"}, claims, key)
 
 
 if __name__ == "__main__":

@@ -5,22 +5,29 @@ are filled by resolvers: the amount from the order record (and, for a
 multi-line order, the person's choice of scope), the restock decision from a
 question to the person. The model cannot supply or inflate the amount.
 
-    load_order -> refund_scope -> refund_amount  (cents, unwrapped: declining the scope aborts)
-                               -> ask_restock    (restock, full outcome: declining still refunds)
+    current_customer -> load_order -> refund_scope -> refund_amount  (cents, unwrapped: declining aborts)
+                                                   -> ask_restock    (restock, full outcome: declining still refunds)
 
-Run it: `python examples/refund_desk/server.py` (stdio) or add `--http --port 8000`.
+The customer is a resolver too: whoever the request's access token names, so
+the model can no more refund someone else's order than it can raise an amount.
+
+Run it: `python examples/refund_desk/server.py` (stdio) or add `--http --port 8000`;
+`--http --auth --public-key FILE` serves only callers whose bearer token that key signed
+(`client.py --auth` mints one with a key of its own).
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from mcp_resolve import (
     AcceptedElicitation,
+    Context,
     Elicit,
     ElicitationResult,
     MCPServer,
@@ -41,7 +48,13 @@ class Line:
 ORDERS: dict[str, tuple[Line, ...]] = {
     "ORD-7001": (Line("ebook-dune", 999, restockable=False),),
     "ORD-7002": (Line("trail-boots", 2400, restockable=True), Line("wool-socks", 2400, restockable=True)),
+    "ORD-8001": (Line("rain-jacket", 8900, restockable=True),),
 }
+OWNERS = {"ORD-7001": "alice", "ORD-7002": "alice", "ORD-8001": "bob"}
+LOCAL_CUSTOMER = "alice"
+"""Who the desk serves when no token says (stdio, or HTTP without --auth): the person at this machine."""
+ISSUER = "https://auth.refund-desk.example"
+"""The authorization server --auth trusts (a name only: client.py signs the tokens itself)."""
 
 
 class Order(BaseModel):
@@ -65,9 +78,19 @@ class Receipt(BaseModel):
     restocked: bool
 
 
-async def load_order(order_id: str) -> Order:
+async def current_customer(ctx: Context) -> str:
+    """The customer is whoever the access token names: never an argument, so never the model's choice."""
+    token = ctx.access_token
+    if token is None:
+        return LOCAL_CUSTOMER
+    if not token.subject:
+        raise ToolError("the access token names no customer")
+    return token.subject
+
+
+async def load_order(order_id: str, customer: Annotated[str, Resolve(current_customer)]) -> Order:
     lines = ORDERS.get(order_id)
-    if lines is None:
+    if lines is None or OWNERS.get(order_id) != customer:  # someone else's order is as good as none
         raise ToolError(f"unknown order {order_id!r}")
     return Order(order_id=order_id, lines=list(lines))
 
@@ -118,9 +141,26 @@ async def refund_order(
     return Receipt(order_id=order_id, reason=reason, cents=cents, restocked=restocked)
 
 
+def require_tokens(public_key: bytes, url: str) -> None:
+    """--auth: serve only callers whose token `public_key` signed, for this desk's URL, with refunds:write."""
+    from mcp_resolve.auth import AuthSettings, JWTVerifier
+
+    mcp.token_verifier = JWTVerifier(public_key=public_key)
+    mcp.auth = AuthSettings(issuer_url=ISSUER, resource_server_url=url, required_scopes=["refunds:write"])
+
+
 if __name__ == "__main__":
-    if "--http" in sys.argv:
-        port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 8000
-        mcp.run(transport="streamable-http", host="127.0.0.1", port=port)
+    parser = argparse.ArgumentParser(description="The refund desk, on stdio or HTTP.")
+    parser.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--auth", action="store_true", help="require bearer tokens (HTTP only)")
+    parser.add_argument("--public-key", type=Path, help="PEM public key whose tokens --auth accepts")
+    args = parser.parse_args()
+    if args.auth:
+        if not args.http or args.public_key is None:
+            parser.error("--auth needs --http and --public-key FILE")
+        require_tokens(args.public_key.read_bytes(), f"http://127.0.0.1:{args.port}/mcp")
+    if args.http:
+        mcp.run(transport="streamable-http", host="127.0.0.1", port=args.port)
     else:
         mcp.run()

@@ -1,0 +1,50 @@
+"""Protected servers: OAuth 2.1 resource-server pieces and the caller's identity as resolvers.
+
+`MCPServer(..., token_verifier=..., auth=AuthSettings(...))` makes the HTTP
+endpoint demand a bearer token; tools learn who calls through `ctx.access_token`
+or the resolvers `access_token` and `require_scopes(...)`. Nothing here serves
+HTTP (that is `transports/`), and the verifiers load on first use: `JWTVerifier`
+needs the `mcp-resolve[auth]` extra (joserfc), and a server that protects
+nothing imports none of it.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from .resolvers import InsufficientScope, access_token, require_scopes
+from .tokens import AccessToken, AuthSettings, TokenVerifier, principal_of
+
+if TYPE_CHECKING:
+    from .introspection import IntrospectionVerifier
+    from .jwt import JWTVerifier
+
+__all__ = [
+    "AccessToken",
+    "AuthSettings",
+    "InsufficientScope",
+    "IntrospectionVerifier",
+    "JWTVerifier",
+    "TokenVerifier",
+    "access_token",
+    "principal_of",
+    "require_scopes",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "JWTVerifier":
+        try:
+            from .jwt import JWTVerifier
+        except ModuleNotFoundError as exc:  # pragma: no cover - depends on the install
+            raise ModuleNotFoundError(
+                f"JWTVerifier needs joserfc: pip install 'mcp-resolve[auth]' ({exc})"
+            ) from exc
+        return JWTVerifier
+    if name == "IntrospectionVerifier":
+        from .introspection import IntrospectionVerifier
+
+        return IntrospectionVerifier
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,212 @@
+"""JWTVerifier: self-contained access tokens (RFC 9068 style JWTs) checked against the issuer's keys.
+
+Built on joserfc (by the author of Authlib): typed, maintained, with JWK sets
+and algorithm allow-lists of its own, so the cryptography and the JOSE
+parsing are not ours to get wrong. What is ours is policy, and it fails
+closed: asymmetric algorithms only (`alg: none` and HS256 signed with the
+public key are refused before any key is looked at), `exp` required, `nbf`,
+`iat`, `iss` and `aud` checked, the audience being this server's resource
+URL (RFC 8707). Every refusal is logged with its reason at INFO, never with
+the token.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jws import JWSRegistry
+
+from .jwks import JWKSKeys, KeyUnavailable, StaticKey, load_public_key
+from .tokens import AccessToken, check_scope, same_resource
+
+if TYPE_CHECKING:
+    from .tokens import AuthSettings
+
+__all__ = ["DEFAULT_ALGORITHMS", "MAX_TOKEN_BYTES", "JWTVerifier"]
+
+logger = logging.getLogger("mcp_resolve.auth")
+
+DEFAULT_ALGORITHMS = (
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "Ed25519",
+)
+"""Asymmetric signatures only. `EdDSA` (deprecated by RFC 9864) may be allowed explicitly."""
+_ALLOWED = frozenset({*DEFAULT_ALGORITHMS, "EdDSA", "Ed448"})
+MAX_TOKEN_BYTES = 16 * 1024
+"""Longer tokens are refused unread (real access tokens are one or two kilobytes)."""
+_COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+
+
+class _Refused(Exception):
+    """Why a token was refused, for the log."""
+
+
+def _header(token: str) -> dict[str, Any]:
+    """The JOSE header, read only to choose the key; nothing in it is trusted before the signature is."""
+    segment = token.split(".", 1)[0]
+    try:
+        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise _Refused("malformed header") from None
+    if not isinstance(header, dict):
+        raise _Refused("malformed header")
+    return header
+
+
+def _scopes(claims: dict[str, Any]) -> tuple[str, ...]:
+    """`scope` (RFC 9068: space-separated) or `scp` (a list, or a string, as some providers write it)."""
+    value = claims.get("scope", claims.get("scp"))
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list):
+        return tuple(s for s in value if isinstance(s, str))
+    return ()
+
+
+class JWTVerifier:
+    """Verify JWT access tokens with a JWKS (`jwks_uri`, cached and rotated) or a fixed `public_key`.
+
+    `issuer` and `audience` default to the `AuthSettings` of the server this
+    verifier protects (`issuer_url` and `resource_server_url`): a token must
+    have been issued by that authorization server for this very server.
+    `audience` may list several accepted values. `required_scopes` are needed
+    by every token (a token without them is refused as invalid). `leeway_s`
+    absorbs clock skew on `exp`, `nbf` and `iat`. The JWKS is kept
+    `jwks_cache_ttl_s`; an unknown key id refetches it at most once every
+    `jwks_refetch_interval_s`.
+    """
+
+    def __init__(
+        self,
+        *,
+        jwks_uri: str | None = None,
+        public_key: Any = None,
+        issuer: str | None = None,
+        audience: str | Sequence[str] | None = None,
+        algorithms: Sequence[str] | None = None,
+        required_scopes: Sequence[str] | None = None,
+        leeway_s: int = 30,
+        jwks_cache_ttl_s: float = 3600.0,
+        jwks_refetch_interval_s: float = 30.0,
+        timeout_s: float = 5.0,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if (jwks_uri is None) == (public_key is None):
+            raise ValueError("JWTVerifier needs exactly one of jwks_uri= and public_key=")
+        chosen = tuple(algorithms or DEFAULT_ALGORITHMS)
+        refused = [alg for alg in chosen if alg not in _ALLOWED]
+        if refused:
+            raise ValueError(
+                f"JWTVerifier accepts asymmetric signature algorithms only, not {', '.join(refused)}: "
+                f"'none' is no signature, and an HMAC key would have to be shared ({', '.join(sorted(_ALLOWED))})"
+            )
+        self.algorithms = chosen
+        self.issuer = issuer
+        self.audience: tuple[str, ...] | None = (
+            None if audience is None else (audience,) if isinstance(audience, str) else tuple(audience)
+        )
+        self.required_scopes = tuple(check_scope(s) for s in required_scopes or ())
+        self.leeway_s = leeway_s
+        self._registry = JWSRegistry(algorithms=list(chosen), strict_check_header=False)
+        self.keys: StaticKey | JWKSKeys = (
+            StaticKey(load_public_key(public_key))
+            if public_key is not None
+            else JWKSKeys(
+                str(jwks_uri),
+                cache_ttl_s=jwks_cache_ttl_s,
+                refetch_interval_s=jwks_refetch_interval_s,
+                timeout_s=timeout_s,
+                http_client=http_client,
+            )
+        )
+
+    def bind_auth_settings(self, settings: AuthSettings) -> None:
+        """Take the protected server's issuer and resource URL where none were given (MCPServer calls this)."""
+        if self.issuer is None:
+            self.issuer = settings.issuer_url
+        if self.audience is None:
+            self.audience = (settings.resource_server_url,)
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            return await self._verify(token)
+        except _Refused as exc:
+            logger.info("refused a JWT access token: %s", exc)
+        except KeyUnavailable as exc:  # an outage was logged as an error where it happened
+            logger.info("refused a JWT access token: %s", exc)
+        except Exception as exc:  # a token that breaks the parser is still just a refused token
+            logger.warning("refused a JWT access token: it could not be checked (%s)", type(exc).__name__)
+        return None
+
+    async def _verify(self, token: str) -> AccessToken:
+        if len(token) > MAX_TOKEN_BYTES:
+            raise _Refused(f"longer than {MAX_TOKEN_BYTES} bytes")
+        if not _COMPACT_JWS.fullmatch(token):
+            raise _Refused("not a signed JWT (three base64url segments)")
+        header = _header(token)
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self.algorithms:
+            raise _Refused(f"algorithm {str(alg)[:20]!r} is not allowed")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise _Refused("malformed key id")
+        key = await self.keys.key_for(kid, alg)
+        try:
+            decoded = jwt.decode(token, key, algorithms=list(self.algorithms), registry=self._registry)
+        except JoseError as exc:
+            raise _Refused(f"bad signature or structure ({exc.error})") from None
+        claims = decoded.claims
+        self._check_claims(claims)
+        return AccessToken(
+            token=token,
+            client_id=str(claims.get("client_id") or claims.get("azp") or ""),
+            scopes=_scopes(claims),
+            expires_at=int(claims["exp"]),
+            resource=self._matching_audience(claims),
+            subject=claims.get("sub") if isinstance(claims.get("sub"), str) else None,
+            claims=claims,
+        )
+
+    def _check_claims(self, claims: dict[str, Any]) -> None:
+        options: dict[str, Any] = {"exp": {"essential": True}}
+        if self.issuer is not None:
+            options["iss"] = {"essential": True, "value": self.issuer}
+        registry = jwt.JWTClaimsRegistry(leeway=self.leeway_s, **options)
+        try:
+            registry.validate(claims)
+        except JoseError as exc:
+            raise _Refused(f"claims rejected: {exc.description or exc.error}") from None
+        if self.required_scopes:
+            missing = set(self.required_scopes) - set(_scopes(claims))
+            if missing:
+                raise _Refused(f"missing required scope(s) {' '.join(sorted(missing))}")
+
+    def _matching_audience(self, claims: dict[str, Any]) -> str:
+        if self.audience is None:
+            raise _Refused(
+                "no audience configured: give JWTVerifier(audience=...) or protect an MCPServer with "
+                "AuthSettings(resource_server_url=...)"
+            )
+        value = claims.get("aud")
+        audiences = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for candidate in audiences:
+            if isinstance(candidate, str) and any(same_resource(candidate, mine) for mine in self.audience):
+                return candidate
+        raise _Refused("issued for another audience" if audiences else "no audience (aud) claim")

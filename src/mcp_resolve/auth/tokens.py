@@ -1,0 +1,230 @@
+"""What a protected server knows about a caller, and how it is configured to learn it.
+
+`AccessToken`, `TokenVerifier` and `AuthSettings` carry the official SDK's
+field names, so a resource server written for it ports by changing imports.
+Nothing here speaks HTTP or JOSE: the transport calls a verifier and hands the
+`AccessToken` to the request; verifiers live in their own modules, loaded only
+by servers that use them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "AccessToken",
+    "AuthSettings",
+    "TokenVerifier",
+    "check_protection",
+    "check_scope",
+    "expand_scopes",
+    "principal_of",
+    "same_resource",
+]
+
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+"""RFC 6749 scope-token: printable ASCII without space, quote or backslash (so it is safe in a header)."""
+
+
+class AccessToken(BaseModel):
+    """A bearer token a verifier accepted, and what it says about the caller.
+
+    `token` is the raw credential: it never appears in `repr` (so a log line
+    that prints the object leaks nothing), and a tool must not forward it to
+    another service (the spec forbids token passthrough; get a token of your own).
+    Frozen, so one resolver cannot widen the scopes another one checks.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    token: str = Field(repr=False)
+    client_id: str
+    scopes: tuple[str, ...] = ()
+    expires_at: int | None = None
+    """Seconds since the epoch (`exp`); None if the token does not say."""
+    resource: str | None = None
+    """The RFC 8707 resource the token was issued for (its matching `aud`), or None."""
+    subject: str | None = None
+    """`sub`: the resource owner, unique only within its issuer."""
+    claims: dict[str, Any] | None = None
+    """Every claim the verifier read (JWT claims, or the introspection response)."""
+
+    @property
+    def issuer(self) -> str | None:
+        issuer = (self.claims or {}).get("iss")
+        return issuer if isinstance(issuer, str) else None
+
+
+@runtime_checkable
+class TokenVerifier(Protocol):
+    """Turns a bearer token into an `AccessToken`, or None when it must be refused.
+
+    Return None for anything that is not a valid token for this server:
+    expired, another audience, unknown signer, an authorization server that
+    cannot be reached. A verifier that raises is treated the same way (401).
+    """
+
+    async def verify_token(self, token: str) -> AccessToken | None: ...
+
+
+def _check_url(value: str, what: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError(f"{what} must be an absolute http(s) URL, got {value!r}")
+    if parts.fragment or "#" in value:
+        raise ValueError(f"{what} must not have a fragment, got {value!r}")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise ValueError(
+            f"{what} must use https (plain http only on loopback, for development), got {value!r}"
+        )
+    return value
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_scope(scope: str) -> str:
+    """A scope as RFC 6749 writes it; anything else (a space, a quote) is a configuration error."""
+    if not isinstance(scope, str) or not _SCOPE_TOKEN.fullmatch(scope):
+        raise ValueError(
+            f"{scope!r} is not a valid OAuth scope (printable ASCII, no spaces, quotes or backslashes)"
+        )
+    return scope
+
+
+class AuthSettings(BaseModel):
+    """Where this protected resource gets its tokens, as Protected Resource Metadata announces it.
+
+    `issuer_url` is the authorization server clients are sent to;
+    `resource_server_url` is this server's own URL, the RFC 8707 resource
+    (and the audience a token must carry). `required_scopes` are needed for
+    every request and are what the metadata advertises as `scopes_supported`
+    (the spec's "minimal set"; tools ask for more with `scopes=`, by step-up).
+    `validate_token_resource`: True refuses a token whose `AccessToken.resource`
+    is not this server's; None (default) refuses one that names another
+    resource but accepts one that names none (the verifier checked the
+    audience itself); False never compares. `scope_hierarchy` maps a broad
+    scope to the narrower ones it implies (`{"refunds:admin": ["refunds:write"]}`):
+    a token with the broad one is treated as holding them all, as the spec requires.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    issuer_url: str
+    resource_server_url: str
+    required_scopes: tuple[str, ...] | None = None
+    service_documentation_url: str | None = None
+    validate_token_resource: bool | None = None
+    scope_hierarchy: Mapping[str, tuple[str, ...]] | None = None
+
+    @field_validator("issuer_url", "resource_server_url", "service_documentation_url", mode="before")
+    @classmethod
+    def _url(cls, value: Any, info: Any) -> Any:
+        return None if value is None else _check_url(str(value), info.field_name)
+
+    @field_validator("required_scopes")
+    @classmethod
+    def _scopes(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(check_scope(s) for s in value)
+
+    @field_validator("scope_hierarchy")
+    @classmethod
+    def _hierarchy(cls, value: Mapping[str, tuple[str, ...]] | None) -> Mapping[str, tuple[str, ...]] | None:
+        if value is None:
+            return None
+        return {check_scope(k): tuple(check_scope(s) for s in v) for k, v in value.items()}
+
+
+def expand_scopes(granted: Iterable[str], hierarchy: Mapping[str, Sequence[str]] | None) -> tuple[str, ...]:
+    """The granted scopes plus every scope they imply, transitively, in a stable order."""
+    result = list(dict.fromkeys(granted))
+    if not hierarchy:
+        return tuple(result)
+    seen = set(result)
+    index = 0
+    while index < len(result):
+        for implied in hierarchy.get(result[index], ()):
+            if implied not in seen:
+                seen.add(implied)
+                result.append(implied)
+        index += 1
+    return tuple(result)
+
+
+def principal_of(token: AccessToken) -> str:
+    """Who a token stands for, as one string: issuer, subject and client, unambiguously joined.
+
+    This is what requestState and handshake sessions are bound to. It survives
+    a token refresh (same issuer, user and client) and differs between users,
+    between issuers (a `sub` is unique only within its issuer) and between
+    clients acting for the same user.
+    """
+    return json.dumps([token.issuer, token.subject, token.client_id], separators=(",", ":"))
+
+
+def _canonical(url: str) -> tuple[str, str, int | None, str]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1
+    if port == {"https": 443, "http": 80}.get(scheme):
+        port = None
+    return (
+        scheme,
+        (parts.hostname or "").lower(),
+        port,
+        (parts.path or "").rstrip("/") + (f"?{parts.query}" if parts.query else ""),
+    )
+
+
+def same_resource(a: str, b: str) -> bool:
+    """Whether two resource URIs name the same server (RFC 8707): case of scheme and host, a default
+    port and a trailing slash aside, as the spec asks servers to accept."""
+    if a == b:
+        return True
+    try:
+        return _canonical(a) == _canonical(b)
+    except (ValueError, TypeError):
+        return False
+
+
+def check_protection(token_verifier: Any, auth: Any) -> None:
+    """Refuse a half-protected server, and hand a verifier the settings its defaults come from.
+
+    A verifier without settings would leave clients no way to find the
+    authorization server (no metadata, no challenge to follow); settings
+    without a verifier would advertise protection that nothing enforces.
+    """
+    if token_verifier is None and auth is None:
+        return
+    if token_verifier is None:
+        raise ValueError(
+            "MCPServer(auth=...) needs token_verifier=...: mcp-resolve is a resource server, not an "
+            "authorization server, so something must check the tokens your authorization server issues "
+            "(JWTVerifier, IntrospectionVerifier, or your own TokenVerifier)"
+        )
+    if not isinstance(auth, AuthSettings):
+        raise ValueError(
+            "MCPServer(token_verifier=...) needs auth=AuthSettings(issuer_url=..., resource_server_url=...): "
+            "clients learn from it where to get a token and for which resource"
+        )
+    if not callable(getattr(token_verifier, "verify_token", None)):
+        raise TypeError("token_verifier must have an async verify_token(token) method")
+    bind = getattr(token_verifier, "bind_auth_settings", None)
+    if callable(bind):
+        bind(auth)
