@@ -7,7 +7,14 @@ list what the server offers, call every tool, read every resource, get every
 prompt, and answer the server's questions (forms are accepted with each
 field's default, sampling gets a canned reply, roots are one test folder).
 Everything the scenarios check on the wire (headers, `_meta`, retries,
-input-required rounds, reconnection) is the `Client`'s own behaviour.
+input-required rounds, reconnection, the whole OAuth flow) is the `Client`'s
+own behaviour.
+
+Like any application it is configured for authorization: OAuth with a
+headless browser (the harness's authorization servers approve at once), the
+client metadata URL the harness publishes for Client ID Metadata Documents,
+and the credentials the scenario hands over in its context (a pre-registered
+client, or machine credentials for the client-credentials extension).
 """
 
 from __future__ import annotations
@@ -23,12 +30,15 @@ import anyio
 from mcp_types import CreateMessageRequestParams, ElicitRequestFormParams, Tool
 
 from mcp_resolve import Client, MCPError
+from mcp_resolve.client.auth import AuthorizationError, ClientCredentials, HeadlessBrowser, OAuth
 
 logger = logging.getLogger("conformance.client")
 
 MODERN = "2026-07-28"
 CLIENT_INFO = {"name": "mcp-resolve-conformance-client", "version": "1.0.0"}
 ROOTS = ["file:///test/root"]
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+"""Where this client's metadata document is published, for authorization servers that take one as client_id."""
 _EXAMPLES: dict[str, Any] = {"string": "example", "integer": 1, "number": 1.5, "boolean": True}
 
 
@@ -138,20 +148,46 @@ async def exercise(client: Client, context: Mapping[str, Any]) -> int:
     return failures
 
 
+def authorization(scenario: str, context: Mapping[str, Any]) -> OAuth | ClientCredentials:
+    """The client's authorization: machine credentials for the client-credentials extension, else OAuth."""
+    if scenario.startswith("auth/client-credentials"):
+        return ClientCredentials(
+            str(context["client_id"]),
+            client_secret=context.get("client_secret"),
+            private_key=context.get("private_key_pem"),
+            signing_algorithm=str(context.get("signing_algorithm") or "ES256"),
+        )
+    browser = HeadlessBrowser()
+    return OAuth(
+        client_name="mcp-resolve conformance client",
+        client_id=context.get("client_id"),
+        client_secret=context.get("client_secret"),
+        client_metadata_url=CLIENT_METADATA_URL,
+        redirect_handler=browser,
+        callback_handler=browser,
+    )
+
+
 async def run(url: str) -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION", MODERN)
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
     logger.info("scenario %s at %s against %s", scenario or "(none)", version, url)
-    async with Client(
+    client = Client(
         url,
         mode=MODERN if version == MODERN else "legacy",
         elicitation_handler=answer_form,
         sampling_handler=answer_sampling,
         roots=ROOTS,
         client_info=CLIENT_INFO,
-    ) as client:
-        failures = await exercise(client, context)
+        auth=authorization(scenario, context),
+    )
+    try:
+        async with client:
+            failures = await exercise(client, context)
+    except AuthorizationError as exc:
+        logger.warning("could not connect: %s", exc)  # some scenarios test exactly this refusal
+        return 1
     # Mocks serve only what their scenario needs (some answer -32601 to everything else), so a failed
     # operation is logged, not fatal: the harness judges the run from the traffic it saw.
     logger.info("done; %d operation(s) failed", failures)
