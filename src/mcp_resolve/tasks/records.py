@@ -1,0 +1,172 @@
+"""What the server keeps about one task, and the wire shapes made from it.
+
+A record is everything a worker needs to report a task and to carry it on:
+its status and outcome for `tasks/get`, and, while it waits for the client,
+the round's plaintext question record and the answers gathered so far, so any
+worker holding the store can run the next round (the record, not a coroutine
+in one process, is the task). Stores keep records as JSON (`dump`/`load`) and
+know only a few of their fields: the id, the principal, whether it is live and
+when it expires.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import pydantic_core
+
+__all__ = [
+    "TASKS_EXTENSION",
+    "TERMINAL",
+    "TaskOptions",
+    "TaskRecord",
+    "TaskStatus",
+    "declares_tasks",
+    "iso_time",
+    "new_task_id",
+    "required_capabilities",
+]
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+
+
+def declares_tasks(client_capabilities: dict[str, Any] | None) -> bool:
+    """Whether a request's own capabilities declare the tasks extension (per request, never per session)."""
+    extensions = (client_capabilities or {}).get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def required_capabilities() -> dict[str, Any]:
+    """The `data` of the -32021 error a request without the extension gets where it needs it."""
+    return {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}
+
+
+def new_task_id() -> str:
+    """192 random bits: a task id is all another caller would need to guess, so it must not be guessable."""
+    return secrets.token_urlsafe(24)
+
+
+def iso_time(epoch: float) -> str:
+    return (
+        datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+@dataclass(frozen=True)
+class TaskOptions:
+    """How a server keeps its tasks (`MCPServer(task_options=TaskOptions(...))`).
+
+    `ttl_ms`: how long a task stays readable after its last change (the TTL a
+    client is told counts from creation and grows with the task). A task that
+    waits for an answer longer than that expires too, so a client that walks
+    away does not hold its slot forever.
+    `poll_interval_ms`: the polling interval suggested to clients.
+    `max_live_per_principal`: tasks one caller may have working or waiting at
+    once (callers are their principal; all unauthenticated callers share one
+    bound); None for no bound.
+    `lease_seconds`: a worker running a task renews its claim this often
+    (every third of it); a task whose claim lapsed belongs to a worker that
+    died, and is reported failed.
+    `purge_interval`: how often expired tasks are deleted from the store.
+    """
+
+    ttl_ms: int = 3_600_000
+    poll_interval_ms: int = 1000
+    max_live_per_principal: int | None = 100
+    lease_seconds: float = 30.0
+    purge_interval: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("ttl_ms", "poll_interval_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer number of milliseconds")
+        if self.max_live_per_principal is not None and self.max_live_per_principal <= 0:
+            raise ValueError("max_live_per_principal must be positive (or None for no bound)")
+        for name in ("lease_seconds", "purge_interval"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number of seconds")
+
+
+@dataclass
+class TaskRecord:
+    """One task. Only a store and the task runner write it; `version` makes every write compare-and-set."""
+
+    task_id: str
+    principal: str | None
+    tool: str
+    arguments: dict[str, Any] | None
+    client: dict[str, Any]
+    """The creating request's protocol version, capabilities and client info: later rounds ask as it could."""
+    created_at: float
+    updated_at: float
+    expires_at: float
+    poll_interval_ms: int
+    status: TaskStatus = "working"
+    status_message: str | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    state: str | None = None
+    """The plaintext question record of the round that asked (never leaves the server, so never sealed)."""
+    pending: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Outstanding requests by the key the client sees: {"key": the engine's key, "question": request}."""
+    answers: dict[str, Any] = field(default_factory=dict)
+    """Answers taken so far for the next round, by the engine's key."""
+    issued: list[str] = field(default_factory=list)
+    """Every key ever shown to the client: a key names one request for the task's whole life."""
+    owner: str | None = None
+    """The worker running the current round (None while waiting, or done)."""
+    lease_until: float | None = None
+    cancel_requested: bool = False
+    version: int = 0
+
+    @property
+    def live(self) -> bool:
+        return self.status not in TERMINAL
+
+    def dump(self) -> str:
+        return pydantic_core.to_json(asdict(self)).decode()
+
+    @classmethod
+    def load(cls, data: str | bytes) -> TaskRecord:
+        raw = pydantic_core.from_json(data)
+        names = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in raw.items() if key in names})
+
+    def touch(self, now: float, ttl_ms: int) -> None:
+        """A change: stamp it, and keep the task at least `ttl_ms` from now."""
+        self.updated_at = now
+        self.expires_at = max(self.expires_at, now + ttl_ms / 1000)
+
+    def task(self) -> dict[str, Any]:
+        """The `Task` fields every shape shares."""
+        task: dict[str, Any] = {"taskId": self.task_id, "status": self.status}
+        if self.status_message is not None:
+            task["statusMessage"] = self.status_message
+        task["createdAt"] = iso_time(self.created_at)
+        task["lastUpdatedAt"] = iso_time(self.updated_at)
+        task["ttlMs"] = max(1, round((self.expires_at - self.created_at) * 1000))
+        task["pollIntervalMs"] = self.poll_interval_ms
+        return task
+
+    def created(self) -> dict[str, Any]:
+        """The `CreateTaskResult`: flat, and nothing that belongs to `tasks/get` (result, error, requests)."""
+        return {"resultType": "task", **self.task()}
+
+    def detailed(self) -> dict[str, Any]:
+        """The `DetailedTask` of `tasks/get`: the task plus what its status carries."""
+        task = self.task()
+        if self.status == "completed" and self.result is not None:
+            task["result"] = self.result
+        elif self.status == "failed":
+            task["error"] = self.error or {"code": -32603, "message": "Internal error"}
+        elif self.status == "input_required":
+            task["inputRequests"] = {key: entry["question"] for key, entry in self.pending.items()}
+        return task
