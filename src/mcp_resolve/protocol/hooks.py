@@ -1,0 +1,67 @@
+"""What the protocol layer calls on an instrumented server: the shape of `mcp_resolve.telemetry`.
+
+Declared here, free of any telemetry library, so that `session.py` and
+`modern.py` can call the hooks (and be type-checked) without importing
+OpenTelemetry. A server that is not instrumented has `telemetry = None`, and
+then each request costs one attribute check and nothing is imported.
+
+The hooks are handed down the way the questioner is: the protocol layer asks
+`ServerTelemetry.observe` to serve a request, gets a `RequestWatch` for it,
+and passes that watch on to the Context (which hands it to the resolver
+engine as its `RunObserver`), to the questioner it builds, and to the
+functions that open and seal `requestState`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..resolve.run import RunObserver
+
+if TYPE_CHECKING:
+    from ..resolve.run import Questioner
+    from .jsonrpc import IncomingRequest
+
+__all__ = ["RequestWatch", "ServerTelemetry"]
+
+
+class RequestWatch(RunObserver, Protocol):
+    """One request under observation; a `RunObserver` for its resolver run as well."""
+
+    def questioner(self, inner: Questioner) -> Questioner:
+        """`inner`, wrapped so that each question it is asked is observed too."""
+        ...
+
+    def state_opened(self, carried: str | None) -> None:
+        """An echoed requestState was verified; `carried` is what the previous round sealed beside it."""
+        ...
+
+    def state_rejected(self, reason: str) -> None:
+        """An echoed requestState was refused: `reason` is "invalid" or "replayed"."""
+        ...
+
+    def carry(self) -> str | None:
+        """What to seal beside this round's outgoing requestState, for the next round to read."""
+        ...
+
+
+class ServerTelemetry(Protocol):
+    """Serves a request under observation: `MCPServer.telemetry`, set by `mcp_resolve.telemetry.instrument`."""
+
+    async def observe(
+        self,
+        request: IncomingRequest,
+        meta: Any,
+        headers: Mapping[str, str] | None,
+        respond: Callable[[RequestWatch], Awaitable[dict[str, Any]]],
+        *,
+        modern: bool,
+        protocol_version: str | None,
+    ) -> dict[str, Any]:
+        """The response message `respond(watch)` makes, observed from start to finish.
+
+        `meta` is the request's `_meta` exactly as the client sent it (any
+        JSON value), `headers` the HTTP request's headers (None off HTTP).
+        """
+        ...
