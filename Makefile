@@ -6,6 +6,8 @@ STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
 CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
+SYSTEM_STAMP := $(VENV)/.installed-system
+SYSTEM_PACKAGES := redis-server nginx-light
 
 .PHONY: venv install install-test test lint typecheck pytest demo conformance bench soak clean
 
@@ -14,7 +16,7 @@ $(PY):
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(DEMO_STAMP): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e '.[auth]'
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(PY) pyproject.toml
@@ -30,17 +32,30 @@ $(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLIENTS_NODE_STAMP)
 
+# The real Redis and nginx the fleet tests start (Debian's packages), installed where missing: from the
+# package lists the machine has, else after refreshing them. As root, or through sudo.
+$(SYSTEM_STAMP): | $(PY)
+	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; }; then \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet tests"; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
+	  || { $$SUDO apt-get update -q; $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES); }; \
+	fi
+	touch $@
+
 venv: $(PY)
 
 install: $(DEMO_STAMP)
 
 install-test: $(STAMP)
 
-# The refund-desk story over stdio, HTTP (2026-07-28 rounds) and HTTP legacy (mid-call questions).
+# The refund-desk story over stdio, HTTP (2026-07-28 rounds) and HTTP legacy (mid-call questions),
+# then protected by bearer tokens: turned away without one, and refused another customer's order.
 demo: $(DEMO_STAMP)
 	$(PY) examples/refund_desk/client.py
 	$(PY) examples/refund_desk/client.py --http
 	$(PY) examples/refund_desk/client.py --http --legacy
+	$(PY) examples/refund_desk/client.py --auth
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks
@@ -49,7 +64,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-pytest: $(STAMP) $(CLIENTS_NODE_STAMP)
+pytest: $(STAMP) $(CLIENTS_NODE_STAMP) $(SYSTEM_STAMP)
 	$(VENV)/bin/pytest -q
 
 # The official MCP conformance harness against examples/everything, both wires.

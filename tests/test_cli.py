@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import EXAMPLES, PYTHON, REFUND_DESK
 from mcp_resolve import Client
+from redis_helpers import redis_server
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +87,7 @@ ASKS_EVERYTHING = """
 def test_check_reports_the_registered_server() -> None:
     done = cli("check", str(REFUND_DESK))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "OK Refund Desk: 1 tool, 0 prompts, 0 resources, 0 templates, 4 resolvers"
+    assert done.stdout.strip() == "OK Refund Desk: 1 tool, 0 prompts, 0 resources, 0 templates, 5 resolvers"
 
 
 def test_check_fails_on_a_cycle_naming_the_resolvers(tmp_path: Path) -> None:
@@ -134,16 +136,19 @@ def test_graph_text_names_the_refund_desk_resolvers_and_edges() -> None:
     assert lines[0] == "tool refund_order(order_id, reason)"
     resolvers = lines[lines.index("resolvers:") + 1 : lines.index("edges:")]
     assert [r.split("(")[0] for r in resolvers] == [
+        "current_customer",
         "load_order",
         "refund_scope",
         "refund_amount",
         "ask_restock",
     ]
-    assert resolvers[1].endswith("asks the person: Elicit[Scope]")
-    assert resolvers[3].endswith("asks the person: Elicit[Restock]")
-    assert "asks" not in resolvers[0] and "asks" not in resolvers[2]
+    assert resolvers[2].endswith("asks the person: Elicit[Scope]")
+    assert resolvers[4].endswith("asks the person: Elicit[Restock]")
+    assert "asks" not in resolvers[1] and "asks" not in resolvers[3]
     assert lines[lines.index("edges:") + 1 :] == [
+        "Context -> current_customer.ctx",
         "argument order_id -> load_order.order_id",
+        "current_customer -> load_order.customer",
         "load_order -> refund_scope.order",
         "load_order -> refund_amount.order",
         "refund_scope -> refund_amount.scope",
@@ -160,12 +165,13 @@ def test_graph_mermaid_draws_the_same_edges() -> None:
     out = done.stdout
     assert out.startswith("flowchart LR\n")
     assert '  subgraph c0 ["tool refund_order"]' in out
-    assert '    c0_r1{{"refund_scope<br/>asks the person: Elicit[Scope]"}}' in out
-    assert '    c0_r0["load_order"]' in out and '    c0_r2["refund_amount"]' in out
-    assert '    c0_a_order_id -->|"order_id"| c0_r0' in out
-    assert '    c0_r1 -->|"scope"| c0_r2' in out
-    assert '    c0_r3 -->|"restock (full outcome)"| c0_body' in out
-    assert out.count("-->") == 8
+    assert '    c0_r2{{"refund_scope<br/>asks the person: Elicit[Scope]"}}' in out
+    assert '    c0_r1["load_order"]' in out and '    c0_r3["refund_amount"]' in out
+    assert '    c0_a_order_id -->|"order_id"| c0_r1' in out
+    assert '    c0_r0 -->|"customer"| c0_r1' in out
+    assert '    c0_r2 -->|"scope"| c0_r3' in out
+    assert '    c0_r4 -->|"restock (full outcome)"| c0_body' in out
+    assert out.count("-->") == 10
 
 
 def test_graph_shows_sampling_roots_context_and_prompts(tmp_path: Path) -> None:
@@ -243,8 +249,16 @@ async def served(*args: str, env: dict[str, str]) -> AsyncIterator[str]:
 @pytest.mark.anyio
 @pytest.mark.parametrize("workers", [1, 2])
 async def test_run_serves_http(workers: int) -> None:
-    """Every round of a refund may land on another worker: shared keys make them all valid."""
-    keys = {"MCP_RESOLVE_STATE_KEYS": "cli-test-key-" + "k" * 40}
+    """Every round of a refund may land on another worker: shared keys make them all valid, and a shared
+    store (Redis, for two workers) keeps the single-use refund single across them."""
+    with contextlib.ExitStack() as stack:
+        keys = {"MCP_RESOLVE_STATE_KEYS": "cli-test-key-" + "k" * 40}
+        if workers > 1:
+            keys["MCP_RESOLVE_REDIS_URL"] = stack.enter_context(redis_server()).url
+        await _serve_refunds(workers, keys)
+
+
+async def _serve_refunds(workers: int, keys: dict[str, str]) -> None:
 
     async def person(params: Any) -> dict[str, Any]:
         if "full" in params.requested_schema["properties"]:
@@ -326,7 +340,7 @@ async def test_dev_hands_the_inspector_a_command_that_serves(tmp_path: Path) -> 
     done = cli("dev", str(REFUND_DESK), env={"PATH": f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"})
     assert done.returncode == 0, done.stderr
     args = json.loads(record.read_text())
-    assert args[:3] == ["--yes", "@modelcontextprotocol/inspector", "--"]
+    assert args[:3] == ["--yes", "@modelcontextprotocol/inspector@2.12.0", "--"]
     server_command = args[3:]
     assert server_command == [PYTHON, "-m", "mcp_resolve", "run", str(REFUND_DESK.resolve())]
     async with Client(server_command) as client:

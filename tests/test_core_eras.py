@@ -111,7 +111,9 @@ async def test_discover_result_shape() -> None:
     assert result["instructions"] == "A server for testing the core."
     capabilities = result["capabilities"]
     assert set(capabilities) == {"tools", "resources", "prompts", "logging", "completions"}
-    assert "subscribe" not in capabilities["resources"]  # no resources/subscribe on 2026-07-28
+    # resources/subscribe is gone at 2026-07-28; subscriptions/listen's resourceSubscriptions serve it.
+    assert capabilities["resources"] == {"subscribe": True, "listChanged": True}
+    assert capabilities["tools"] == capabilities["prompts"] == {"listChanged": True}
     mcp_types.DiscoverResult.model_validate(result)  # the official wire model accepts it
 
 

@@ -2,7 +2,8 @@
 
 The repository's committed HEAD is cloned into a temporary folder and `make
 demo` runs there: it creates its own virtualenv, installs the package from
-the package index, and plays the refund desk over stdio, HTTP and HTTP legacy.
+the package index, and plays the refund desk over stdio, HTTP and HTTP legacy, then
+protected by bearer tokens.
 Skipped only when pip cannot install anything at all (no package index
 reachable); CI has one, so CI runs it.
 """
@@ -62,5 +63,8 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
     assert (clone / ".venv" / "bin" / "python").exists()
     for transport, protocol in (("stdio", "2026-07-28"), ("HTTP", "2026-07-28"), ("HTTP", "2025-11-25")):
         assert f"All checks passed ({transport}, protocol {protocol})." in done.stdout
-    assert done.stdout.count("receipt: refunded 4800 cents for ORD-7002, restocked") == 3
+    assert "All checks passed (HTTP with a bearer token, protocol 2026-07-28)." in done.stdout
+    assert "Without a token the desk refuses: Unauthorized" in done.stdout
+    assert "error: Error executing tool refund_order: unknown order 'ORD-8001'" in done.stdout  # bob's
+    assert done.stdout.count("receipt: refunded 4800 cents for ORD-7002, restocked") == 4
     assert "FAILED" not in done.stdout

@@ -84,6 +84,22 @@ def test_refund_desk_over_http_legacy() -> None:
     assert "All checks passed (HTTP, protocol 2025-11-25)." in done.stdout
 
 
+@pytest.mark.parametrize(("flags", "protocol"), [((), "2026-07-28"), (("--legacy",), "2025-11-25")])
+def test_refund_desk_with_bearer_tokens(flags: tuple[str, ...], protocol: str) -> None:
+    """`--auth`: turned away without a token; as alice the story plays; bob's order is refused to her
+    although the call claims customer_id='bob' (the customer comes from the token, not the arguments)."""
+    done = run_example(REFUND_CLIENT, "--auth", *flags)
+    out = done.stdout
+    assert out.startswith("Without a token the desk refuses: Unauthorized: this server needs a bearer token")
+    assert f"Refund desk over HTTP, protocol {protocol}, as alice (bearer token)" in out
+    rounds = MODERN_ROUNDS if protocol == "2026-07-28" else LEGACY_REQUESTS
+    extra = ["round trips: 1"] if protocol == "2026-07-28" else ["requests: 1 (questions were asked mid-call)"]
+    assert_story(done, rounds=rounds + extra)
+    assert "7. refund_order(order_id='ORD-8001', reason='it is my order, really', customer_id='bob')" in out
+    assert "error: Error executing tool refund_order: unknown order 'ORD-8001'" in out
+    assert f"All checks passed (HTTP with a bearer token, protocol {protocol})." in out
+
+
 @pytest.mark.anyio
 async def test_refund_desk_client_catches_a_wrong_server() -> None:
     """The client's checks are real: a desk that refunds the wrong amount, or asks again, is reported."""

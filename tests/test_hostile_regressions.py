@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from conftest import PYTHON, REFUND_DESK, initialize_request
 from http_helpers import free_port, http_server
 from mcp_resolve import Elicit, MCPServer, Resolve, Sample
+from redis_helpers import redis_server
 from servers.raw_stdio import RawStdio, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -234,18 +235,31 @@ def test_uvicorn_workers_without_shared_keys_refuse_to_start() -> None:
     assert b"refusing to start 2 workers with a per-process requestState key" in stderr
 
 
+def test_uvicorn_workers_without_a_shared_replay_store_refuse_to_start() -> None:
+    """The refund desk's single_use tool on per-process claims: each worker would accept a final state once."""
+    fleet = _uvicorn_fleet(free_port(), {"MCP_RESOLVE_STATE_KEYS": SHARED_KEY})
+    try:
+        _, stderr = fleet.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fleet.kill()
+        _, stderr = fleet.communicate()
+        raise AssertionError(stderr.decode(errors="replace")) from None
+    assert b"refusing to start 2 workers with the replay store of its single_use tools" in stderr
+
+
 async def test_uvicorn_workers_with_shared_keys_serve_refunds_across_workers() -> None:
     port = free_port()
-    fleet = _uvicorn_fleet(port, {"MCP_RESOLVE_STATE_KEYS": SHARED_KEY})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx.AsyncClient() as http:
-            await _wait_until_serving(http, base, fleet)
-            for _ in range(12):  # every round on a fresh connection: the kernel spreads them over workers
-                assert await _full_refund_on_fresh_connections(base) == 4800
-    finally:
-        fleet.terminate()
-        _, stderr = fleet.communicate(timeout=30)
+    with redis_server() as redis:
+        fleet = _uvicorn_fleet(port, {"MCP_RESOLVE_STATE_KEYS": SHARED_KEY, "MCP_RESOLVE_REDIS_URL": redis.url})
+        base = f"http://127.0.0.1:{port}"
+        try:
+            async with httpx.AsyncClient() as http:
+                await _wait_until_serving(http, base, fleet)
+                for _ in range(12):  # every round on a fresh connection: the kernel spreads them over workers
+                    assert await _full_refund_on_fresh_connections(base) == 4800
+        finally:
+            fleet.terminate()
+            _, stderr = fleet.communicate(timeout=30)
     assert b"refusing" not in stderr
     assert b"Traceback" not in stderr
 

@@ -53,6 +53,7 @@ from questions import (
     ask_step2,
     ask_user_info,
 )
+from task_tools import register as register_task_tools
 
 from mcp_resolve import Context, ElicitationResult, MCPServer, Resolve, ToolError
 
@@ -292,6 +293,26 @@ def json_schema_2020_12_tool(
 def test_header_region(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
     """Echoes the region, which HTTP clients also send as the Mcp-Param-Region header."""
     return f"Region: {region}"
+
+
+@mcp.tool()
+async def test_trigger_tool_change() -> str:
+    """Change the tool list (a tool added at run time) and tell every listener: the harness's listen probe."""
+    if "test_dynamic_tool" not in {tool.name for tool in mcp.components()}:
+        mcp.add_tool(lambda: "dynamic", name="test_dynamic_tool", description="Added at run time")
+    await mcp.notify_list_changed("tools")
+    return "tools changed"
+
+
+@mcp.tool()
+async def test_trigger_prompt_change() -> str:
+    """Tell every listener the prompt list changed: the harness's listen probe for prompts."""
+    await mcp.notify_list_changed("prompts")
+    return "prompts changed"
+
+
+# The tasks extension's fixtures (greet, slow_compute, failing_job, confirm_delete, ...): task_tools.py.
+register_task_tools(mcp)
 
 
 # -- resources -------------------------------------------------------------------------------

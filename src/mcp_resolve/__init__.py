@@ -5,6 +5,7 @@ body; a resolver may ask the person (`Elicit`), the client's LLM (`Sample`)
 or its roots (`ListRoots`), on whichever protocol era the client speaks.
 """
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from .context import Context
@@ -17,6 +18,11 @@ from .server import MCPServer
 
 if TYPE_CHECKING:
     from .client import Client
+
+try:
+    __version__ = version("mcp-resolve")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 __all__ = [
     "AcceptedElicitation",
@@ -38,6 +44,7 @@ __all__ = [
     "Sample",
     "SqliteReplayStore",
     "ToolError",
+    "__version__",
 ]
 
 

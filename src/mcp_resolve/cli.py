@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from . import __version__
 from .errors import InvalidSignature
 from .prompts import Prompt
 from .resolve.markers import Elicit, ListRoots, Sample
@@ -33,7 +34,7 @@ from .tools import Tool
 __all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main", "worker_app"]
 
 Component = Tool | Prompt | Resource | ResourceTemplate
-INSPECTOR = "@modelcontextprotocol/inspector"
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"  # the version docs/cli.md and the interop tests use
 WORKER_APP_ENV = "MCP_RESOLVE_WORKER_APP"
 NO_NPX = (
     "mcp-resolve dev opens the MCP Inspector with npx, and npx is not on PATH.\n"
@@ -102,6 +103,13 @@ def load_server(spec: str) -> MCPServer:
     for value in vars(module).values():
         if isinstance(value, MCPServer):
             return value
+    for value in vars(module).values():
+        kind = type(value)
+        if kind.__name__ in ("MCPServer", "FastMCP") and kind.__module__.split(".")[0] in ("mcp", "fastmcp"):
+            raise CLIError(
+                f"{path} builds {kind.__module__.split('.')[0]}'s {kind.__name__}, not mcp-resolve's: "
+                "change its import to `from mcp_resolve import MCPServer`"
+            )
     raise CLIError(f"{path} defines no MCPServer; name one with {path}:OBJECT")
 
 
@@ -131,7 +139,8 @@ def check(server: MCPServer) -> str:
 
 # -- graph -----------------------------------------------------------------------------------
 def _short(name: str) -> str:
-    return name.rpartition(":")[2]
+    # "module:qualname": a module name has no colon, a resolver's label may (require_scopes('a:b')).
+    return name.partition(":")[2] or name
 
 
 def _label(component: Component) -> str:
@@ -211,7 +220,9 @@ def graph_text(components: Sequence[Component]) -> str:
     out: list[str] = []
     for component in components:
         plans = component.signature.plans()
-        out.append(f"{_label(component)}({', '.join(component.signature.argument_names)})")
+        head = f"{_label(component)}({', '.join(component.signature.argument_names)})"
+        scopes = getattr(component, "scopes", ())
+        out.append(f"{head}  requires scopes: {' '.join(scopes)}" if scopes else head)
         if not plans:
             out.extend(["  no resolvers", ""])
             continue
@@ -273,6 +284,8 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         check_state_keys(server, args.workers)
     except (RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
+    shown_host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"MCP endpoint: http://{shown_host}:{args.port}{args.path}", file=sys.stderr, flush=True)
     if args.workers == 1:
         server.run(
             transport="streamable-http",
@@ -339,6 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-resolve", description="Serve, check and inspect mcp-resolve servers."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     target_help = "a server file, optionally :OBJECT (default: the variable `mcp`, else the first MCPServer)"
 
@@ -359,7 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=1,
-        help="HTTP worker processes (default 1); more than one needs shared keys in MCP_RESOLVE_STATE_KEYS",
+        help="HTTP worker processes (default 1); more than one needs shared keys in MCP_RESOLVE_STATE_KEYS "
+        "and, for single_use tools, shared claims (MCP_RESOLVE_REDIS_URL)",
     )
 
     check_cmd = commands.add_parser("check", help="import the server and analyse every resolver graph")

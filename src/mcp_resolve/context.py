@@ -35,7 +35,8 @@ from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
 
 if TYPE_CHECKING:
-    from .resolve.run import Questioner
+    from .auth.tokens import AccessToken
+    from .resolve.run import Questioner, RunObserver
 
 __all__ = ["LOG_LEVELS", "Context", "RequestScope"]
 
@@ -77,6 +78,7 @@ class RequestScope:
     lifespan_context: Any = None
     headers: Mapping[str, str] | None = None
     principal: str | None = None
+    access_token: AccessToken | None = None
     questioner: Questioner | None = None
     request_state: str | None = None
     input_responses: dict[str, Any] = field(default_factory=dict)
@@ -120,15 +122,20 @@ class Context(Generic[LifespanT, RequestT]):
     envelope's parts, a notification sender).
     """
 
-    __slots__ = ("_build", "_built")
+    __slots__ = ("_build", "_built", "observer")
     __mcp_resolve_context__ = True  # resolve.plan.CONTEXT_MARK: how the engine knows a Context parameter
 
-    def __init__(self, scope: RequestScope | Callable[[], RequestScope]) -> None:
+    def __init__(
+        self, scope: RequestScope | Callable[[], RequestScope], observer: RunObserver | None = None
+    ) -> None:
         if isinstance(scope, RequestScope):
             self._built: RequestScope | None = scope
             self._build: Callable[[], RequestScope] | None = None
         else:
             self._built, self._build = None, scope
+        self.observer = observer
+        """What the resolver engine tells about each resolver it runs for this request (telemetry), or
+        None. Held here rather than in the request scope, so that reading it never builds the scope."""
 
     @property
     def _scope(self) -> RequestScope:
@@ -168,6 +175,13 @@ class Context(Generic[LifespanT, RequestT]):
     def client_info(self) -> Implementation | None:
         info = self._scope.client_info
         return Implementation.model_validate(info) if info else None
+
+    @property
+    def access_token(self) -> AccessToken | None:
+        """The verified bearer token of this request, or None when it carries none (stdio, in memory,
+        HTTP without a `token_verifier`). Put there by the transport, never by the client's arguments.
+        """
+        return self._scope.access_token
 
     @property
     def headers(self) -> Mapping[str, str] | None:

@@ -8,15 +8,23 @@ on any worker. Refusing to start is kinder than failing at random.
 from __future__ import annotations
 
 import logging
+import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from .replay import MemoryReplayStore
 from .sealing import ENV_KEYS
 
 if TYPE_CHECKING:
+    from .replay import ReplayStore
     from .server import MCPServer
+    from .stores.bus import SubscriptionBus
+    from .stores.events import EventStore
 
-__all__ = ["check_state_keys"]
+__all__ = ["REDIS_URL_ENV", "check_state_keys", "choose_stores", "process_local_stores"]
+
+REDIS_URL_ENV = "MCP_RESOLVE_REDIS_URL"
+"""One switch for a fleet: every store of every server in the process on this Redis."""
 
 logger = logging.getLogger("mcp_resolve.http")
 
@@ -31,6 +39,9 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    if workers > 1 and not server.request_state_security.is_ephemeral:
+        _check_shared_stores(server, workers)
+        return
     if not server.request_state_security.is_ephemeral:
         return
     if workers > 1:
@@ -46,4 +57,77 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
             "requestState is sealed with a per-process ephemeral key: input-required retries that arrive "
             "after a restart will be rejected; set %s to keep them valid across restarts",
             ENV_KEYS,
+        )
+
+
+def choose_stores(
+    server: MCPServer,
+    *,
+    redis_url: str | None,
+    replay_store: ReplayStore | None,
+    subscription_bus: SubscriptionBus | None,
+    event_store: EventStore | None,
+) -> None:
+    """Give `server` its stores, once: those passed, else Redis ones when a URL is set, else in-process ones.
+
+    The URL is `redis_url` or the MCP_RESOLVE_REDIS_URL environment variable;
+    with neither, nothing of redis-py (nor of the shared-store code) is imported.
+    Stores passed explicitly always win, so one can stay embedded on purpose.
+    """
+    url = redis_url if redis_url is not None else os.environ.get(REDIS_URL_ENV) or None
+    server.redis = None
+    server.session_store = None
+    if url:
+        import importlib.util
+
+        if importlib.util.find_spec("redis") is None:
+            raise RuntimeError(
+                f"a Redis URL is set ({REDIS_URL_ENV} or redis_url=) but redis-py is not installed: "
+                "pip install 'mcp-resolve[redis]'"
+            )
+        from .stores.fleet import redis_stores
+
+        shared = redis_stores(url, server)
+        server.redis, server.session_store = shared.connection, shared.sessions
+        replay_store = replay_store or shared.replay
+        subscription_bus = subscription_bus or shared.bus
+        event_store = event_store or shared.events
+        if server.task_store is None and shared.tasks is not None:
+            server.task_store = shared.tasks
+    server.replay_store = replay_store or MemoryReplayStore()
+    server.subscription_bus = subscription_bus
+    server.event_store = event_store
+
+
+def process_local_stores(server: MCPServer) -> list[str]:
+    """What this server keeps in one process although several workers would each need to see it."""
+    local = []
+    if isinstance(server.replay_store, MemoryReplayStore) and any(
+        getattr(tool, "single_use", False) for tool in server.components()
+    ):
+        local.append("the replay store of its single_use tools (MemoryReplayStore)")
+    return local
+
+
+_warned_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+fleet_logger = logging.getLogger("mcp_resolve.fleet")
+
+
+def _check_shared_stores(server: MCPServer, workers: int) -> None:
+    """Refuse a fleet whose workers would each keep their own single-use claims; warn about local sessions."""
+    local = process_local_stores(server)
+    if local:
+        raise RuntimeError(
+            f"refusing to start {workers} workers with {', '.join(local)}: each worker would accept the same "
+            f"final requestState once, so a single-use call could run once per worker. Set {REDIS_URL_ENV} "
+            "(every store on Redis) or pass replay_store=SqliteReplayStore(path) shared by the workers of one host."
+        )
+    if server.session_store is None and server not in _warned_sessions:
+        _warned_sessions.add(server)
+        fleet_logger.warning(
+            "%d workers without %s: handshake-era (2025) sessions live in the worker that opened them, so route "
+            "each Mcp-Session-Id to one worker (docs/deploy.md) or set %s; 2026-07-28 clients need nothing",
+            workers,
+            REDIS_URL_ENV,
+            REDIS_URL_ENV,
         )

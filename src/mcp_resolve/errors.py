@@ -9,6 +9,8 @@ else about the connection changes.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from typing import Any
 
 from mcp_types import (
@@ -23,6 +25,7 @@ from mcp_types import (
 )
 
 __all__ = [
+    "unknown_name",
     "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -93,3 +96,16 @@ class MCPError(Exception):
     @classmethod
     def invalid_state(cls) -> MCPError:
         return cls(INVALID_PARAMS, INVALID_STATE_MESSAGE)
+
+
+def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:
+    """`Unknown tool: refnud_order (did you mean 'refund_order'?)`: the error a typo deserves.
+
+    Built only on the error path; the suggestion comes from the registered names alone.
+    """
+    text = f"Unknown {kind}: {name}"
+    if isinstance(name, str):
+        close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+        if close:
+            text += f" (did you mean {close[0]!r}?)"
+    return text

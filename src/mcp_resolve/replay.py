@@ -18,12 +18,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
 
-if TYPE_CHECKING:
-    import sqlite3
+from .stores.sqlite_file import SqliteFile
 
 __all__ = ["MemoryReplayStore", "ReplayStore", "SqliteReplayStore"]
 
@@ -119,9 +118,7 @@ class SqliteReplayStore:
         self._busy_timeout = float(busy_timeout)
         self._purge_interval = float(purge_interval)
         self._clock = clock
-        self._lock = threading.Lock()
-        self._conn: sqlite3.Connection | None = None
-        self._pid = 0
+        self._file = SqliteFile(self._path, busy_timeout=self._busy_timeout, schema=_SCHEMA)
         self._next_purge = -math.inf
 
     @property
@@ -135,34 +132,11 @@ class SqliteReplayStore:
         return await anyio.to_thread.run_sync(self._claim_sync, state_id, expiry)
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None and self._pid == os.getpid():
-                self._conn.close()
-            self._conn = None
-
-    def _connection(self) -> sqlite3.Connection:
-        # Opened lazily, and again after a fork: a SQLite handle must not cross processes.
-        if self._conn is None or self._pid != os.getpid():
-            import sqlite3  # here, not at import: servers without this store never load it
-
-            conn = sqlite3.connect(
-                self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-            )
-            try:
-                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-                _enable_wal(conn, self._busy_timeout)
-                conn.execute("PRAGMA synchronous = FULL")
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-            except BaseException:
-                conn.close()
-                raise
-            self._conn, self._pid = conn, os.getpid()
-        return self._conn
+        self._file.close()
 
     def _claim_sync(self, state_id: str, expires_at: float) -> bool:
-        with self._lock:
-            conn = self._connection()
+        with self._file.lock:
+            conn = self._file.connection()
             now = float(self._clock())
             if now >= self._next_purge:
                 conn.execute("DELETE FROM mcp_resolve_replay WHERE expires_at <= ?", (now - PURGE_GRACE,))
@@ -172,25 +146,3 @@ class SqliteReplayStore:
                 (state_id, expires_at),
             )
             return cursor.rowcount == 1
-
-
-def _enable_wal(conn: sqlite3.Connection, patience: float) -> None:
-    """Switch the file to WAL, retrying while another process holds the lock.
-
-    Changing the journal mode can fail with "database is locked" without
-    consulting the busy handler (several workers opening one file at once),
-    so wait here the way busy_timeout would. Runs on a worker thread.
-    """
-    import sqlite3
-
-    deadline = time.monotonic() + patience
-    delay = 0.01
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)

@@ -63,6 +63,8 @@ _FINGERPRINT_DOMAIN = b"mcp-resolve/requestState/key-fingerprint/v1\x00"
 _B64URL = re.compile(r"[A-Za-z0-9_-]+")
 _ENVELOPE_VERSION = 1
 _BOUND_FIELDS = (("method", "m"), ("target", "t"), ("arguments digest", "a"), ("audience", "aud"))
+MAX_CARRY_CHARS = 256
+"""The longest `carry` a state takes: a note for the next round (telemetry's), not a second payload."""
 
 
 @runtime_checkable
@@ -199,6 +201,8 @@ class UnsealedState:
     payload: bytes
     state_id: str
     expires_at: float
+    carried: str | None = None
+    """The `carry` it was sealed with (the first round's trace context, when telemetry is on)."""
 
 
 def digest_arguments(arguments: Mapping[str, Any] | None) -> str:
@@ -317,9 +321,17 @@ class RequestStateSecurity:
         """The audience to bind: an explicit override lets several servers share one identity."""
         return server_name if self._audience is None else self._audience
 
-    def seal(self, payload: bytes, binding: StateBinding) -> str:
+    def seal(self, payload: bytes, binding: StateBinding, *, carry: str | None = None) -> str:
+        """Seal `payload` for the request `binding` describes.
+
+        `carry` is a short note the server passes to its own next round beside
+        the payload (telemetry links a call's rounds with it): sealed like the
+        rest, so a client can neither read it nor forge it.
+        """
         if not isinstance(payload, (bytes, bytearray, memoryview)):
             raise TypeError(f"requestState payload must be bytes, not {type(payload).__name__}")
+        if carry is not None and (not isinstance(carry, str) or len(carry) > MAX_CARRY_CHARS):
+            raise ValueError(f"carry must be a string of at most {MAX_CARRY_CHARS} characters")
         now = float(self._clock())
         envelope = dict(v=_ENVELOPE_VERSION, sid=secrets.token_hex(16), iat=now, exp=now + self._ttl)
         envelope.update(m=binding.method, t=binding.target, a=binding.arguments_digest, aud=binding.audience)
@@ -328,6 +340,8 @@ class RequestStateSecurity:
             salt = secrets.token_bytes(16)
             envelope["ps"] = salt.hex()
             envelope["pd"] = _principal_digest(salt, binding.principal)
+        if carry is not None:
+            envelope["c"] = carry
         envelope["p"] = base64.b64encode(bytes(payload)).decode("ascii")
         data = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False)
         return self._codec.seal(_utf8(data))
@@ -352,7 +366,12 @@ class RequestStateSecurity:
             payload = base64.b64decode(_field(envelope, "p", str), validate=True)
         except (binascii.Error, ValueError) as exc:
             raise InvalidRequestState("requestState payload is not valid base64") from exc
-        return UnsealedState(payload=payload, state_id=envelope["sid"], expires_at=expires_at)
+        carried = envelope.get("c")
+        if not isinstance(carried, str) or len(carried) > MAX_CARRY_CHARS:
+            carried = None  # a note, not a binding: one we cannot read is dropped, never a rejection
+        return UnsealedState(
+            payload=payload, state_id=envelope["sid"], expires_at=expires_at, carried=carried
+        )
 
     @staticmethod
     def _parse_envelope(data: bytes) -> dict[str, Any]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import os
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -21,6 +23,7 @@ from mcp_types import Annotations, CallToolResult, InputRequiredResult, ToolAnno
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from .context import Context, RequestScope
+from .deployment import choose_stores
 from .errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
@@ -29,17 +32,25 @@ from .errors import (
     InvalidSignature,
     MCPError,
     ToolError,
+    unknown_name,
 )
 from .prompts import Prompt
 from .protocol.param_headers import check_param_headers
-from .replay import MemoryReplayStore, ReplayStore
+from .replay import ReplayStore
 from .resources import Resource, ResourceTemplate
 from .sealing import RequestStateSecurity
 from .signature import ArgumentError, Overrides
 from .tools import Tool
 
 if TYPE_CHECKING:
+    from .auth.tokens import AuthSettings, TokenVerifier
+    from .protocol.hooks import ServerTelemetry
+    from .protocol.listen import Notifications
     from .protocol.session import Connection
+    from .stores.bus import SubscriptionBus
+    from .stores.events import EventStore
+    from .stores.tasks import TaskStore
+    from .tasks.records import TaskOptions
 
 __all__ = ["MCPServer"]
 
@@ -65,6 +76,10 @@ _UNNAMED_SHARED_KEYS = (
 class MCPServer:
     """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
 
+    telemetry: ServerTelemetry | None = None
+    """Observes every request (OpenTelemetry spans and metrics) once `mcp_resolve.telemetry.instrument`
+    set it. None by default: each request then costs one check, and OpenTelemetry is never imported."""
+
     def __init__(
         self,
         name: str | None = None,
@@ -77,8 +92,23 @@ class MCPServer:
         page_size: int = 100,
         cache_ttl_ms: int = 0,
         first_round_answers: bool = False,
+        token_verifier: TokenVerifier | None = None,
+        auth: AuthSettings | None = None,
+        task_store: TaskStore | str | os.PathLike[str] | None = None,
+        task_options: TaskOptions | None = None,
+        redis_url: str | None = None,
+        subscription_bus: SubscriptionBus | None = None,
+        event_store: EventStore | None = None,
     ) -> None:
         self.name = name or DEFAULT_NAME
+        if token_verifier is not None or auth is not None:
+            from .auth.tokens import check_protection
+
+            check_protection(token_verifier, auth)
+        self.token_verifier = token_verifier
+        """Checks the bearer token of every HTTP request (None: the HTTP endpoint is open to anyone)."""
+        self.auth = auth
+        """Where clients get tokens and for which resource: Protected Resource Metadata and challenges."""
         self.first_round_answers = first_round_answers
         """Whether answers sent with no requestState count (2026-07-28). Off by default: such an answer
         went through no round this server sealed, so nothing vouches the question was ever asked.
@@ -91,7 +121,26 @@ class MCPServer:
         security = self.request_state_security
         if not name and not security.is_ephemeral and security.audience is None:
             raise ValueError(_UNNAMED_SHARED_KEYS)
-        self.replay_store: ReplayStore = replay_store or MemoryReplayStore()
+        self.task_store = task_store
+        """Where tasks live: a TaskStore, a SQLite file path, or None for in memory (made on first use)."""
+        self.replay_store: ReplayStore
+        self.subscription_bus: SubscriptionBus | None
+        """Carries list changes and resource updates to every worker (None: in process, made on first use)."""
+        self.event_store: EventStore | None
+        """Keeps handshake-era SSE events so a client can resume with Last-Event-ID (None: not resumable)."""
+        self.redis: Any
+        self.session_store: Any
+        # Chosen once, here: explicit stores, else Redis when redis_url or MCP_RESOLVE_REDIS_URL is set.
+        choose_stores(
+            self,
+            redis_url=redis_url,
+            replay_store=replay_store,
+            subscription_bus=subscription_bus,
+            event_store=event_store,
+        )
+        self._notifications: Notifications | None = None
+        self.task_options = task_options
+        self._task_runner: Any = None
         self.dependency_overrides = Overrides()
         self.log = logging.getLogger(f"mcp_resolve.server.{self.name}")
         self._lifespan = lifespan
@@ -115,6 +164,10 @@ class MCPServer:
             "prompts/list": self._list_prompts,
             "prompts/get": self._get_prompt,
             "completion/complete": self._complete,
+            "tasks/get": partial(self._task_method, "tasks/get"),
+            "tasks/update": partial(self._task_method, "tasks/update"),
+            "tasks/cancel": partial(self._task_method, "tasks/cancel"),
+            "subscriptions/listen": self._listen,
         }
 
     # -- registration --------------------------------------------------------------------
@@ -130,8 +183,25 @@ class MCPServer:
         meta: dict[str, Any] | None = None,
         icons: list[Any] | None = None,
         input_schema: dict[str, Any] | None = None,
+        scopes: Sequence[str] | None = None,
+        task_support: Literal["optional", "required", "forbidden"] | None = None,
+        resolve_before_task: bool = False,
     ) -> Callable[[F], F]:
         """Register a tool. `single_use=True` makes each sealed requestState redeemable once (a refund).
+
+        `task_support="optional"` (or `"required"`): a call whose request
+        declares the tasks extension returns a task at once, and the call runs
+        in the background, its resolvers' questions becoming the task's
+        `input_required` status (docs/tasks.md). Without the extension an
+        optional tool runs as usual and a required one is refused (-32021).
+        `resolve_before_task=True` runs the resolvers in the request instead
+        (their questions as ordinary `input_required` rounds) and makes only
+        the body the task.
+
+        `scopes`: OAuth scopes the caller's token must hold. A protected HTTP
+        server answers a call without them with the 403 step-up challenge
+        before anything runs; the tool is still listed to everyone. Off HTTP
+        (stdio, in memory) there is no token and they are not checked.
 
         `input_schema` replaces the schema generated from the signature, served
         verbatim (for keywords pydantic does not produce); the signature still
@@ -152,6 +222,9 @@ class MCPServer:
                 meta=meta,
                 icons=icons,
                 input_schema=input_schema,
+                scopes=scopes,
+                task_support=task_support,
+                resolve_before_task=resolve_before_task,
             )
             return fn
 
@@ -252,14 +325,16 @@ class MCPServer:
 
     def capabilities(self, *, modern: bool) -> dict[str, Any]:
         capabilities: dict[str, Any] = {
-            # List changes reach handshake-era sessions; 2026-07-28 would need subscriptions/listen.
-            "tools": {"listChanged": not modern},
-            "resources": {"listChanged": False} if modern else {"subscribe": True, "listChanged": True},
-            "prompts": {"listChanged": not modern},
+            # Handshake sessions hear changes outside requests; 2026-07-28 clients on subscriptions/listen.
+            "tools": {"listChanged": True},
+            "resources": {"subscribe": True, "listChanged": True},
+            "prompts": {"listChanged": True},
             "logging": {},
         }
         if self._completion is not None:
             capabilities["completions"] = {}
+        if modern and any(tool.task_support for tool in self._tools.values()):
+            capabilities["extensions"] = {"io.modelcontextprotocol/tasks": {}}
         return capabilities
 
     def is_single_use(self, method: str, params: dict[str, Any]) -> bool:
@@ -268,17 +343,25 @@ class MCPServer:
         tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
         return tool is not None and tool.single_use
 
+    def required_scopes(self, method: str, params: dict[str, Any]) -> tuple[str, ...]:
+        """The OAuth scopes a request's target declares (`@mcp.tool(scopes=...)`); () when none."""
+        if method != "tools/call":
+            return ()
+        name = params.get("name")
+        tool = self._tools.get(name) if isinstance(name, str) else None
+        return () if tool is None else tool.scopes
+
     async def notify_resource_updated(self, uri: str) -> int:
         """Send `notifications/resources/updated` to every session subscribed to `uri`; how many were told.
 
         A session hears it on its channel outside requests: stdout on stdio,
-        the GET stream on HTTP (a client without one open misses it).
+        the GET stream on HTTP (a client without one open misses it); a
+        2026-07-28 client on its `subscriptions/listen` stream. With a shared
+        bus (Redis) every worker's clients hear it; the count is this process's.
         """
-        told = 0
-        for connection in list(self.connections):
-            if await connection.resource_updated(uri):
-                told += 1
-        return told
+        from .stores.bus import ResourceUpdated
+
+        return await self.notifications.publish(ResourceUpdated(uri))
 
     async def notify_list_changed(self, kind: Literal["tools", "resources", "prompts"]) -> int:
         """Tell every connected handshake-era session that the `kind` list changed; how many were told.
@@ -287,11 +370,28 @@ class MCPServer:
         """
         if kind not in ("tools", "resources", "prompts"):
             raise ValueError(f"kind must be 'tools', 'resources' or 'prompts', not {kind!r}")
-        told = 0
-        for connection in list(self.connections):
-            if await connection.notify(f"notifications/{kind}/list_changed"):
-                told += 1
-        return told
+        from .stores import bus
+
+        event: bus.ServerEvent = bus.PromptsListChanged()
+        if kind != "prompts":
+            event = bus.ToolsListChanged() if kind == "tools" else bus.ResourcesListChanged()
+        return await self.notifications.publish(event)
+
+    @property
+    def notifications(self) -> Notifications:
+        """The fan-out of change notifications (made on first use, with an in-process bus unless one was given)."""
+        if self._notifications is None:
+            from .protocol.listen import Notifications
+            from .stores.bus import InMemorySubscriptionBus
+
+            if self.subscription_bus is None:
+                self.subscription_bus = InMemorySubscriptionBus()
+            self._notifications = Notifications(self, self.subscription_bus)
+        return self._notifications
+
+    async def _listen(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        """`subscriptions/listen` (2026-07-28): a stream of the change notifications the client asked for."""
+        return await self.notifications.listen(params, context)
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; follow with `await mcp.notify_list_changed("tools")`."""
@@ -313,6 +413,8 @@ class MCPServer:
             yield self
         finally:
             self._lifespan_users -= 1
+            if self._lifespan_users == 0 and self._task_runner is not None:
+                await self._task_runner.shutdown()  # tasks running here stop, and their records say so
             if self._lifespan_users == 0 and self._lifespan_stack is not None:
                 stack, self._lifespan_stack = self._lifespan_stack, None
                 with anyio.CancelScope(shield=True):
@@ -376,7 +478,7 @@ class MCPServer:
             raise MCPError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
         tool = self._tools.get(name)
         if tool is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name}")
+            raise MCPError(INVALID_PARAMS, unknown_name("tool", name, self._tools))
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -385,7 +487,17 @@ class MCPServer:
                 check_param_headers(tool.param_headers, arguments, context.headers)
             except ValueError as exc:
                 raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
+        if tool.task_support is not None:
+            from .tasks.methods import call_task_tool
+
+            return await call_task_tool(self, tool, arguments, context)
         return await tool.call(arguments, context)
+
+    async def _task_method(self, method: str, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        """`tasks/get`, `tasks/update`, `tasks/cancel` (the tasks extension, 2026-07-28)."""
+        from .tasks.methods import serve_task_method
+
+        return await serve_task_method(self, method, params, context)
 
     # -- direct calls (tests) ------------------------------------------------------------
     async def call_tool(
@@ -410,7 +522,7 @@ class MCPServer:
         """
         tool = self._tools.get(name)
         if tool is None:
-            raise ToolError(f"Unknown tool: {name}")
+            raise ToolError(unknown_name("tool", name, self._tools))
         direct = context is None
         if context is None:
             context = Context(self._direct_scope)
@@ -486,7 +598,7 @@ class MCPServer:
         name = params.get("name")
         prompt = self._prompts.get(name) if isinstance(name, str) else None
         if prompt is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name}")
+            raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, self._prompts))
         arguments = params.get("arguments")
         if arguments is not None and not isinstance(arguments, dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")

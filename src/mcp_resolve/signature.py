@@ -8,7 +8,7 @@ validates its arguments and fills the rest.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -98,6 +98,8 @@ class HandlerSignature:
     _call: CallPlan | None = None
     _plans_version: int = -1
     _fields_validator: SchemaValidator | None = None
+    before_body: Callable[[Context], Awaitable[None]] | None = None
+    """Awaited between the resolvers and the body (a task tool whose task starts only once all resolved)."""
 
     @classmethod
     def analyse(
@@ -209,10 +211,18 @@ class HandlerSignature:
         exit_stack: AsyncExitStack | None,
     ) -> Any:
         injected = await run_steps(
-            call, plans, arguments, context, questioner=context.questioner, exit_stack=exit_stack
+            call,
+            plans,
+            arguments,
+            context,
+            questioner=context.questioner,
+            exit_stack=exit_stack,
+            observer=context.observer,
         )
         if isinstance(injected, InputRequiredResult):
             return injected
+        if self.before_body is not None:
+            await self.before_body(context)
         result = await self._run_body({**arguments, **injected}, context)
         if isinstance(result, InputRequiredResult):  # undeclared, so registration could not refuse it
             raise ToolError(mixed_flow_message(self.resolved_params, declared=False))

@@ -13,7 +13,7 @@ import dataclasses
 import inspect
 import logging
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pydantic_core
@@ -131,9 +131,14 @@ class Tool:
         icons: list[Any] | None,
         overrides: Overrides,
         input_schema: dict[str, Any] | None = None,
+        scopes: Sequence[str] | None = None,
+        task_support: str | None = None,
+        resolve_before_task: bool = False,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
+        self.scopes: tuple[str, ...] = _checked_scopes(self.name, scopes)
+        """OAuth scopes a caller's token must hold (a protected HTTP server answers 403 without them)."""
         self.title = title
         self.description = description if description is not None else inspect.getdoc(fn)
         self.annotations = (
@@ -147,6 +152,14 @@ class Tool:
         self.param_headers = self._param_headers()
         self.output = self._output_spec(structured_output)
         self._definition: dict[str, Any] | None = None
+        self.task_support = _checked_task_support(self.name, task_support, resolve_before_task)
+        """"optional" or "required": calls become tasks when the request declares the tasks extension."""
+        self.resolve_before_task = resolve_before_task
+        """Resolvers (and their questions) run in the request; the task runs only the body."""
+        if resolve_before_task:
+            from .tasks.runner import wait_for_task  # only task tools load the task runner
+
+            self.signature.before_body = wait_for_task
 
     def _input_schema(self, declared: dict[str, Any] | None) -> dict[str, Any]:
         """The signature's schema, or the author's own served verbatim (the signature still validates calls)."""
@@ -227,6 +240,31 @@ class Tool:
             result["content"] = to_content(value)
         result["isError"] = False
         return result
+
+
+def _checked_scopes(tool_name: str, scopes: Sequence[str] | None) -> tuple[str, ...]:
+    if scopes is None:
+        return ()
+    if isinstance(scopes, str):
+        raise InvalidSignature(f"tool {tool_name}: scopes must be a list of scopes, e.g. [{scopes!r}]")
+    from .auth.tokens import check_scope  # only tools that declare scopes load the auth types
+
+    try:
+        return tuple(dict.fromkeys(check_scope(scope) for scope in scopes))
+    except ValueError as exc:
+        raise InvalidSignature(f"tool {tool_name}: {exc}") from None
+
+
+def _checked_task_support(tool_name: str, task_support: str | None, resolve_before_task: bool) -> str | None:
+    if task_support not in (None, "forbidden", "optional", "required"):
+        raise InvalidSignature(
+            f"tool {tool_name}: task_support must be 'optional', 'required' or 'forbidden', not {task_support!r}"
+        )
+    if resolve_before_task and task_support in (None, "forbidden"):
+        raise InvalidSignature(
+            f"tool {tool_name}: resolve_before_task needs task_support 'optional' or 'required'"
+        )
+    return None if task_support == "forbidden" else task_support
 
 
 def _describe_unexpected(exc: Exception) -> str:

@@ -9,6 +9,7 @@ return only the final result.
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -36,20 +37,33 @@ from mcp_types import (
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
-from ..errors import METHOD_NOT_FOUND, UNSUPPORTED_PROTOCOL_VERSION, MCPError
+from ..errors import (
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    MCPError,
+)
+from .auth.errors import AuthorizationError
 from .pipes import MessagePipe, open_stdio, stdio_command
 from .session import ClientSession
 
 if TYPE_CHECKING:
+    import httpx
+
     from ..server import MCPServer
+    from .tasks import TaskHandle
 
 __all__ = ["Client"]
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
+T = TypeVar("T")
 Mode = Literal["auto", "legacy", "2026-07-28"]
 ElicitationHandler = Callable[[ElicitRequestFormParams], Awaitable[Any]]
 SamplingHandler = Callable[[CreateMessageRequestParams], Awaitable[Any]]
 Roots = Sequence[str | Root] | Callable[[], Awaitable[Sequence[str | Root]]]
+
+_TRACING = "opentelemetry.trace"
+"""Loaded only in a process that traces (or whose libraries do): then requests carry its trace context."""
 
 _LIST_METHODS: dict[str, tuple[str, type[BaseModel]]] = {
     "tools": ("tools/list", ListToolsResult),
@@ -68,11 +82,51 @@ def _dump(value: Any) -> dict[str, Any]:
     return value
 
 
+class _Session(ClientSession):
+    """The session, raising an `AuthorizationError` (not a bare MCPError) when the OAuth flow gave up."""
+
+    async def request(
+        self, method: str, params: dict[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await super().request(method, params, timeout=timeout)
+        except MCPError as exc:
+            typed = AuthorizationError.from_data(exc.message, exc.data)
+            if typed is None:
+                raise
+            raise typed from None
+
+
+def _http_auth(auth: httpx.Auth | str | None) -> httpx.Auth | None:
+    """What `auth=` stands for: "oauth" is the full flow with its defaults, any other string a bearer token."""
+    import httpx  # here, not at the top: a client without auth (or over stdio) need not load it
+
+    if auth is None or isinstance(auth, httpx.Auth):
+        return auth
+    if not isinstance(auth, str):
+        raise TypeError(f"auth must be an httpx.Auth, a bearer token or 'oauth', not {type(auth).__name__}")
+    if auth == "oauth":
+        try:
+            from .auth.flow import OAuth
+        except ImportError as exc:
+            raise ImportError(f"{exc}; auth='oauth' needs: pip install 'mcp-resolve[auth]'") from None
+        return OAuth()
+    from .auth.bearer import BearerToken
+
+    return BearerToken(auth)
+
+
 class Client:
     """An MCP client. `async with Client(target) as client: await client.call_tool(...)`.
 
     `target` is an `MCPServer` (in memory), an `http(s)://` URL, or a command
     or script path (stdio; a list of arguments also works).
+
+    `auth` (HTTP only) signs every request: an `httpx.Auth`, a bearer token
+    string, `"oauth"` for the MCP authorization flow with its defaults (the
+    system browser, tokens in memory), or an `OAuth(...)` /
+    `ClientCredentials(...)` from `mcp_resolve.client.auth` to choose them.
+    The same object keeps its tokens across `async with` blocks.
     """
 
     def __init__(
@@ -92,7 +146,13 @@ class Client:
         headers: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
         probe_timeout: float = 10.0,
+        auth: httpx.Auth | str | None = None,
     ) -> None:
+        is_http = isinstance(target, str) and target.startswith(("http://", "https://"))
+        if auth is not None and not is_http:
+            raise ValueError(
+                "auth= applies to http(s):// targets; a stdio server takes credentials from env="
+            )
         if mode not in ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS):
             raise ValueError(
                 f"mode must be 'auto', 'legacy' or one of {list(MODERN_PROTOCOL_VERSIONS)}, got {mode!r}"
@@ -111,6 +171,7 @@ class Client:
         self.headers = headers
         self.env = env
         self.probe_timeout = probe_timeout
+        self.auth = _http_auth(auth)
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] = {}
@@ -129,7 +190,7 @@ class Client:
         await stack.__aenter__()
         try:
             pipe = await stack.enter_async_context(self._open_pipe())
-            session = ClientSession(pipe, self._answer, self._notified)
+            session = _Session(pipe, self._answer, self._notified)
             group = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(session.run, group)
@@ -158,7 +219,7 @@ class Client:
         elif isinstance(self.target, str) and self.target.startswith(("http://", "https://")):
             from .http import open_http
 
-            async with open_http(self.target, headers=self.headers) as http_pipe:
+            async with open_http(self.target, headers=self.headers, auth=self.auth) as http_pipe:
                 yield http_pipe
         else:
             async with open_stdio(stdio_command(self.target), env=self.env) as stdio_pipe:
@@ -192,13 +253,49 @@ class Client:
         """
         session = self._require_session()
         try:
-            return await session.request("server/discover", {"_meta": self._meta(version)}, timeout=timeout)
+            return await self._within(
+                session.request("server/discover", _traced({"_meta": self._meta(version)})), timeout
+            )
         except MCPError as exc:
             offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
             common = [v for v in MODERN_PROTOCOL_VERSIONS if isinstance(offered, list) and v in offered]
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not common:
                 raise
-        return await session.request("server/discover", {"_meta": self._meta(common[-1])}, timeout=timeout)
+        return await self._within(
+            session.request("server/discover", _traced({"_meta": self._meta(common[-1])})), timeout
+        )
+
+    async def _within(self, operation: Awaitable[T], timeout: float | None) -> T:
+        """`operation` within `timeout` seconds, not counting the time a person spends logging in.
+
+        The probe's timeout is for servers that never answer; a 401 that
+        opens a browser must not make a modern server look like a legacy one.
+        """
+        clock: Callable[[], float] | None = getattr(self.auth, "time_with_person", None)
+        if timeout is None or clock is None:
+            with anyio.fail_after(timeout):
+                return await operation
+        started, waited = anyio.current_time(), clock()
+        with anyio.CancelScope(deadline=started + timeout) as scope:
+            async with anyio.create_task_group() as group:
+
+                async def extend() -> None:
+                    while True:
+                        scope.deadline = started + timeout + (clock() - waited)
+                        await anyio.sleep(0.2)
+
+                group.start_soon(extend)
+                try:
+                    result = await operation
+                except Exception as exc:  # raised as itself below, not wrapped in an ExceptionGroup
+                    failure: Exception | None = exc
+                else:
+                    failure = None
+                group.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+            return result
+        raise TimeoutError
 
     async def _negotiate(self) -> None:
         if self.mode in MODERN_PROTOCOL_VERSIONS:
@@ -207,6 +304,8 @@ class Client:
         if self.mode == "auto":
             try:
                 result = await self._discover(MODERN_PROTOCOL_VERSIONS[-1], timeout=self.probe_timeout)
+            except AuthorizationError:
+                raise  # no login: the server's era is beside the point
             except MCPError as exc:
                 if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
                     raise MCPError(
@@ -235,11 +334,13 @@ class Client:
         session = self._require_session()
         result = await session.request(
             "initialize",
-            {
-                "protocolVersion": LATEST_HANDSHAKE_VERSION,
-                "capabilities": self.capabilities(),
-                "clientInfo": self.client_info,
-            },
+            _traced(
+                {
+                    "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                    "capabilities": self.capabilities(),
+                    "clientInfo": self.client_info,
+                }
+            ),
         )
         version = result.get("protocolVersion")
         if version not in HANDSHAKE_PROTOCOL_VERSIONS:
@@ -268,7 +369,7 @@ class Client:
         if self.progress_handler is not None and method in ("tools/call", "resources/read", "prompts/get"):
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
-        return await self._require_session().request(method, params)
+        return await self._require_session().request(method, _traced(params))
 
     async def _interactive(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One request, retried through input-required rounds until a final result (modern era)."""
@@ -316,11 +417,49 @@ class Client:
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         return await self._list("prompts", cursor)  # type: ignore[no-any-return]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any] | None = None) -> CallToolResult:
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, *, task: bool | None = None
+    ) -> CallToolResult:
+        """Call a tool and return its result, through any rounds of questions.
+
+        `task=True` lets the server run the call as a task (2026-07-28, the
+        tasks extension): it is polled to the end and its questions answered
+        by the same handlers. By default (`None`) a call is plain, unless the
+        server refuses it because the tool runs only as a task; `False` never
+        makes a task. `call_tool_task` gives the task itself.
+        """
+        if task:
+            return await (await self.call_tool_task(name, arguments)).result()
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        return CallToolResult.model_validate(await self._interactive("tools/call", params))
+        try:
+            return CallToolResult.model_validate(await self._interactive("tools/call", params))
+        except MCPError as exc:
+            from .tasks import wants_tasks
+
+            if task is False or exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY or not self.is_modern:
+                raise
+            if not wants_tasks(exc):
+                raise
+        return await (await self.call_tool_task(name, arguments)).result()
+
+    async def call_tool_task(self, name: str, arguments: dict[str, Any] | None = None) -> TaskHandle:
+        """Call a tool declaring the tasks extension; a handle on the task (`status`, `result`, `cancel`).
+
+        Questions asked before the task exists (a tool that resolves first)
+        are answered here; if the server answers at once instead of making a
+        task, the handle's `task_id` is None and `result()` is that answer.
+        """
+        from .tasks import start_task
+
+        return await start_task(self, name, arguments)
+
+    def task(self, task_id: str) -> TaskHandle:
+        """A handle on a task this client's caller started earlier (its id kept, say, across a restart)."""
+        from .tasks import TaskHandle
+
+        return TaskHandle(self, task_id)
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
         return ReadResourceResult.model_validate(await self._interactive("resources/read", {"uri": uri}))
@@ -345,9 +484,13 @@ class Client:
     # -- what the server asks ------------------------------------------------------------
     async def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "elicitation/create" and self.elicitation_handler is not None:
-            return _dump(await self.elicitation_handler(ElicitRequestFormParams.model_validate(params)))
+            return _dump(
+                await _maybe_await(self.elicitation_handler(ElicitRequestFormParams.model_validate(params)))
+            )
         if method == "sampling/createMessage" and self.sampling_handler is not None:
-            return _dump(await self.sampling_handler(CreateMessageRequestParams.model_validate(params)))
+            return _dump(
+                await _maybe_await(self.sampling_handler(CreateMessageRequestParams.model_validate(params)))
+            )
         if method == "roots/list" and self.roots is not None:
             roots = self.roots() if callable(self.roots) else self.roots
             if inspect.isawaitable(roots):
@@ -362,3 +505,25 @@ class Client:
             await self.log_handler(LoggingMessageNotificationParams.model_validate(params))
         elif method == "notifications/progress" and self.progress_handler is not None:
             await self.progress_handler(ProgressNotificationParams.model_validate(params))
+
+
+def _traced(params: dict[str, Any]) -> dict[str, Any]:
+    """`params`, with the caller's trace context (W3C `traceparent`, `tracestate`, `baggage`) in `_meta`.
+
+    Only a caller that traces has loaded OpenTelemetry; its context travels in
+    `_meta`, where MCP's semantic conventions put it, to parent the server's
+    span. A caller that does not pays one lookup, and nothing is imported.
+    """
+    if _TRACING not in sys.modules:
+        return params
+    try:
+        from ..telemetry import inject_trace_context
+    except ImportError:  # OpenTelemetry half there (its trace module, not its API): nothing to send
+        return params
+    inject_trace_context(params)
+    return params
+
+
+async def _maybe_await(value: Any) -> Any:
+    """A handler may be a plain function as well as a coroutine function: both answer the same way."""
+    return await value if inspect.isawaitable(value) else value

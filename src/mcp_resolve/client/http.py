@@ -48,6 +48,7 @@ from ..protocol.param_headers import (
     header_declarations,
     param_headers,
 )
+from .auth.errors import AuthorizationError
 
 __all__ = ["HttpPipe", "open_http"]
 
@@ -131,7 +132,7 @@ class HttpPipe:
             return
         try:
             response = await self._http.post(self.url, content=encode(message), headers=headers)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, AuthorizationError) as exc:
             logger.warning("POST of %s failed: %s", message.get("method", "a response"), exc)
             return
         if response.status_code >= 300:
@@ -154,7 +155,7 @@ class HttpPipe:
             with anyio.move_on_after(5, shield=True):
                 try:
                     await self._http.delete(self.url, headers=headers)
-                except httpx.HTTPError as exc:
+                except (httpx.HTTPError, AuthorizationError) as exc:
                     logger.debug("DELETE of the session failed: %s", exc)
         self._inbox_send.close()
 
@@ -212,6 +213,9 @@ class HttpPipe:
                     answered = isinstance(reply, dict)
                     if answered:
                         self._deliver(reply, method)
+        except AuthorizationError as exc:  # the OAuth flow gave up: say why, with the reason's code in data
+            self._deliver(error_message(request_id, exc.code, exc.message, exc.data), method)
+            return
         except (httpx.HTTPError, ValueError) as exc:
             logger.debug("POST of %s failed", method, exc_info=True)
             self._deliver(error_message(request_id, INTERNAL_ERROR, f"HTTP request failed: {exc}"), method)
@@ -245,7 +249,7 @@ class HttpPipe:
                 await self._http.post(
                     self.url, content=encode(initialized), headers=self._headers_for(initialized)
                 )
-            except httpx.HTTPError as exc:
+            except (httpx.HTTPError, AuthorizationError) as exc:
                 logger.warning("could not reopen the session: %s", exc)
                 return False
             self._group.start_soon(self._listen)
@@ -304,7 +308,7 @@ class HttpPipe:
                 content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if response.status_code == 200 and content_type == "text/event-stream":
                     await self._pump(_sse_data(response), None, "")
-        except (httpx.HTTPError, ValueError) as exc:
+        except (httpx.HTTPError, ValueError, AuthorizationError) as exc:
             logger.debug("the server-to-client stream ended: %s", exc)
 
     async def _refused(self, response: httpx.Response, request_id: Any) -> dict[str, Any]:
@@ -366,11 +370,13 @@ def _tls_context() -> ssl.SSLContext:
 
 
 @asynccontextmanager
-async def open_http(url: str, *, headers: Mapping[str, str] | None = None) -> AsyncIterator[HttpPipe]:
-    """Talk to the MCP endpoint at `url`; `headers` (e.g. Authorization) go on every request."""
+async def open_http(
+    url: str, *, headers: Mapping[str, str] | None = None, auth: httpx.Auth | None = None
+) -> AsyncIterator[HttpPipe]:
+    """Talk to the MCP endpoint at `url`; `headers` go on every request, `auth` signs each (and may log in)."""
     verify: ssl.SSLContext | bool = _tls_context() if url.lower().startswith("https://") else False
     async with (
-        httpx.AsyncClient(timeout=_TIMEOUT, verify=verify) as http,
+        httpx.AsyncClient(timeout=_TIMEOUT, verify=verify, auth=auth) as http,
         anyio.create_task_group() as group,
     ):
         pipe = HttpPipe(url, http, group, headers)

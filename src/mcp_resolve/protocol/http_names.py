@@ -15,5 +15,12 @@ SESSION_HEADER = "mcp-session-id"
 PROTOCOL_VERSION_HEADER = "mcp-protocol-version"
 METHOD_HEADER = "mcp-method"
 NAME_HEADER = "mcp-name"
-NAME_FIELDS: Mapping[str, str] = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""The body field each name-bearing method mirrors into `Mcp-Name` (2026-07-28)."""
+NAME_FIELDS: Mapping[str, str] = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
+"""The body field each name-bearing method mirrors into `Mcp-Name` (2026-07-28; tasks/* by the tasks extension)."""

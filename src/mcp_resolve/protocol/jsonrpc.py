@@ -9,11 +9,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import pydantic_core
 
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, MCPError
+
+if TYPE_CHECKING:
+    from ..auth.tokens import AccessToken
 
 __all__ = [
     "Incoming",
@@ -44,6 +47,8 @@ class IncomingRequest:
     params: dict[str, Any]
     headers: Mapping[str, str] | None = None
     """The transport's headers for this one request (HTTP); None to use the connection's."""
+    access_token: AccessToken | None = None
+    """The bearer token the transport verified for this one request (a protected HTTP server)."""
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..context import LOG_LEVELS, Context, RequestScope
 from ..errors import (
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     UNSUPPORTED_PROTOCOL_VERSION,
@@ -38,7 +39,9 @@ from ..sealing import StateBinding, digest_arguments
 from .jsonrpc import IncomingRequest, Sink, failure_message, notifier, result_message
 
 if TYPE_CHECKING:
+    from ..resolve.run import Questioner
     from ..server import MCPServer
+    from .hooks import RequestWatch
 
 __all__ = [
     "MULTI_ROUND_METHODS",
@@ -77,6 +80,7 @@ async def respond(
     sink: Sink,
     principal: str | None,
     headers: Mapping[str, str] | None,
+    watch: RequestWatch | None = None,
 ) -> dict[str, Any]:
     """The response message to one 2026-07-28 request (a result or an error); never raises for bad input.
 
@@ -85,7 +89,16 @@ async def respond(
     transport's `Connection` hands over any request that carries the envelope.
     The envelope is checked before anything runs; the request scope made from
     it is built only if the handler reads its Context.
+
+    On an instrumented server the telemetry serves the request, calling this
+    again with its `watch`; without it, the cost is the one check below.
     """
+    if watch is None and server.telemetry is not None:
+        again = partial(respond, server, request, meta, sink, principal, headers)
+        version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
+        return await server.telemetry.observe(
+            request, meta, headers, again, modern=True, protocol_version=version
+        )
     method, params = request.method, request.params
     try:
         _check_envelope(meta)
@@ -100,13 +113,15 @@ async def respond(
         binding: BindingOnce | None = None
         if rounds and params.get("requestState") is not None:
             binding = BindingOnce(server, method, params, principal)
-            params = await open_state(server, method, params, binding)
-        scope = partial(_request_scope, server, request, params, meta, sink, principal, headers, rounds)
-        result = await handler(params, Context(scope))
+            params = await open_state(server, method, params, binding, watch)
+        scope = partial(
+            _request_scope, server, request, params, meta, sink, principal, headers, rounds, watch
+        )
+        result = await handler(params, Context(scope, watch))
         if rounds and result.get("resultType") == "input_required":
             if binding is None:
                 binding = BindingOnce(server, method, params, principal)
-            seal_state(server, binding, result)
+            seal_state(server, binding, result, watch)
         return result_message(request.id, finish_result(server, method, result))
     except Exception as exc:
         return failure_message(request, exc)
@@ -149,12 +164,17 @@ def _request_scope(
     principal: str | None,
     headers: Mapping[str, str] | None,
     rounds: bool,
+    watch: RequestWatch | None = None,
 ) -> RequestScope:
     """The scope of a request whose envelope passed `_check_envelope`.
 
     On a method that may take several rounds (`rounds`), hand-written handlers
     also see the round's verified plaintext state and the client's answers.
     """
+    questioner: Questioner = BatchQuestioner(
+        params,
+        first_round_answers=server.first_round_answers and not server.is_single_use(request.method, params),
+    )
     scope = RequestScope(
         request_id=request.id,
         method=request.method,
@@ -170,11 +190,8 @@ def _request_scope(
         lifespan_context=server.lifespan_context,
         headers=headers,
         principal=principal,
-        questioner=BatchQuestioner(
-            params,
-            first_round_answers=server.first_round_answers
-            and not server.is_single_use(request.method, params),
-        ),
+        access_token=request.access_token,
+        questioner=questioner if watch is None else watch.questioner(questioner),
     )
     if rounds:
         state, responses = params.get("requestState"), params.get("inputResponses")
@@ -237,7 +254,11 @@ class BindingOnce:
 
 
 async def open_state(
-    server: MCPServer, method: str, params: dict[str, Any], binding_of: Callable[[], StateBinding]
+    server: MCPServer,
+    method: str,
+    params: dict[str, Any],
+    binding_of: Callable[[], StateBinding],
+    watch: RequestWatch | None = None,
 ) -> dict[str, Any]:
     """Unseal an echoed requestState; the handler gets the plaintext. Any failure is the frozen error.
 
@@ -255,12 +276,29 @@ async def open_state(
         opened = server.request_state_security.unseal(token, binding)
     except InvalidRequestState as exc:
         server.log.warning("rejected requestState on %s %r: %s", method, binding.target, exc)
+        if watch is not None:
+            watch.state_rejected("invalid")
         raise MCPError.invalid_state() from None
     single_use = server.is_single_use(method, params)
-    if single_use and not await server.replay_store.claim(opened.state_id, opened.expires_at):
+    if single_use and not await _claim(server, opened.state_id, opened.expires_at):
         server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
+        if watch is not None:
+            watch.state_rejected("replayed")
         raise MCPError.invalid_state()
+    if watch is not None:
+        watch.state_opened(opened.carried)
     return {**params, "requestState": opened.payload.decode("utf-8", "replace")}
+
+
+async def _claim(server: MCPServer, state_id: str, expires_at: float) -> bool:
+    """Claim a single-use state; a store that fails fails the call (-32603), never lets it run unclaimed."""
+    try:
+        return await server.replay_store.claim(state_id, expires_at)
+    except MCPError:
+        raise
+    except Exception:
+        server.log.exception("the replay store failed to record a claim")
+        raise MCPError(INTERNAL_ERROR, "replay store unavailable: try again shortly") from None
 
 
 def _input_responses(params: dict[str, Any]) -> dict[str, Any]:
@@ -275,13 +313,27 @@ def _input_responses(params: dict[str, Any]) -> dict[str, Any]:
     return responses
 
 
-def seal_state(server: MCPServer, binding_of: Callable[[], StateBinding], result: dict[str, Any]) -> None:
-    """Seal the plaintext requestState a handler returned, bound to this very request."""
+def seal_state(
+    server: MCPServer,
+    binding_of: Callable[[], StateBinding],
+    result: dict[str, Any],
+    watch: RequestWatch | None = None,
+) -> None:
+    """Seal the plaintext requestState a handler returned, bound to this very request.
+
+    On an instrumented server the watch's `carry` (the call's first-round
+    trace context) is sealed beside it, so the next round links to the first.
+    """
     plaintext = result.get("requestState")
     if plaintext is None:
         return
     binding = binding_of()
-    result["requestState"] = server.request_state_security.seal(str(plaintext).encode(), binding)
+    carry = None if watch is None else watch.carry()
+    security = server.request_state_security
+    payload = str(plaintext).encode()
+    result["requestState"] = (
+        security.seal(payload, binding) if carry is None else security.seal(payload, binding, carry=carry)
+    )
 
 
 _NO_RECORD = StateRecord()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -36,7 +37,9 @@ from .jsonrpc import (
 )
 
 if TYPE_CHECKING:
+    from ..resolve.run import Questioner
     from ..server import MCPServer
+    from .hooks import RequestWatch
 
 __all__ = ["Connection", "Sink"]
 
@@ -178,14 +181,32 @@ class Connection:
             return  # a cancelled request gets no response
         await sink(response)
 
-    async def respond(self, request: IncomingRequest, sink: Sink) -> dict[str, Any]:
-        """The response message for `request` (a result or an error); never raises for bad input."""
+    async def respond(
+        self, request: IncomingRequest, sink: Sink, watch: RequestWatch | None = None
+    ) -> dict[str, Any]:
+        """The response message for `request` (a result or an error); never raises for bad input.
+
+        On an instrumented server the telemetry serves a handshake-era request,
+        calling this again with its `watch` (`modern.respond` does the same for
+        its own); without it, the cost is one check.
+        """
         meta = request.params.get("_meta")
         if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
             headers = request.headers if request.headers is not None else self.headers
             return await modern.respond(self.server, request, meta, sink, self.principal, headers)
+        if watch is None and self.server.telemetry is not None:
+            headers = request.headers if request.headers is not None else self.headers
+            version = None if self.handshake is None else self.handshake.protocol_version
+            return await self.server.telemetry.observe(
+                request,
+                meta,
+                headers,
+                partial(self.respond, request, sink),
+                modern=False,
+                protocol_version=version,
+            )
         try:
-            return result_message(request.id, await self._dispatch(request, meta, sink))
+            return result_message(request.id, await self._dispatch(request, meta, sink, watch))
         except Exception as exc:
             return failure_message(request, exc)
 
@@ -252,7 +273,9 @@ class Connection:
         return True
 
     # -- dispatch ------------------------------------------------------------------------
-    async def _dispatch(self, request: IncomingRequest, meta: Any, sink: Sink) -> dict[str, Any]:
+    async def _dispatch(
+        self, request: IncomingRequest, meta: Any, sink: Sink, watch: RequestWatch | None = None
+    ) -> dict[str, Any]:
         method, params = request.method, request.params
         if method == "initialize":
             self.handshake, result = handshake.initialize(self.server, params)
@@ -269,16 +292,18 @@ class Connection:
                 # `initialized` (or `initialize`s), every method but ping is refused below.
                 self.handshake = handshake.undeclared_session()
                 self.server.connections.add(self)
-                return await self._dispatch_handshake(request, meta if isinstance(meta, dict) else {}, sink)
+                return await self._dispatch_handshake(
+                    request, meta if isinstance(meta, dict) else {}, sink, watch
+                )
             raise MCPError(
                 INVALID_REQUEST,
                 f"Invalid Request: {method} before initialization; send 'initialize' first "
                 f"(or, on protocol 2026-07-28, put {PROTOCOL_VERSION_META_KEY!r} in params._meta)",
             )
-        return await self._dispatch_handshake(request, meta if isinstance(meta, dict) else {}, sink)
+        return await self._dispatch_handshake(request, meta if isinstance(meta, dict) else {}, sink, watch)
 
     async def _dispatch_handshake(
-        self, request: IncomingRequest, meta: dict[str, Any], sink: Sink
+        self, request: IncomingRequest, meta: dict[str, Any], sink: Sink, watch: RequestWatch | None = None
     ) -> dict[str, Any]:
         state = self.handshake
         assert state is not None
@@ -294,6 +319,7 @@ class Connection:
             return await self.send_request(m, p, sink)
 
         handler = self.server.handler(method)
+        questioner: Questioner = handshake.LiveQuestioner(send_request)
         scope = RequestScope(
             request_id=request.id,
             method=method,
@@ -309,6 +335,7 @@ class Connection:
             lifespan_context=self.server.lifespan_context,
             headers=request.headers if request.headers is not None else self.headers,
             principal=self.principal,
-            questioner=handshake.LiveQuestioner(send_request),
+            access_token=request.access_token,
+            questioner=questioner if watch is None else watch.questioner(questioner),
         )
-        return handshake.finish_result(await handler(request.params, Context(scope)))
+        return handshake.finish_result(await handler(request.params, Context(scope, watch)))

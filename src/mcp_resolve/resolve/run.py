@@ -23,12 +23,17 @@ protocol layer builds for the request and the caller hands to the run: the hands
 2026-07-28 era answers from the retry or returns `PENDING`, and the engine
 then asks the questioner to turn the open questions into an
 `InputRequiredResult`.
+
+Telemetry reaches the engine the same way: the protocol layer may hand a run
+a `RunObserver`, which the engine tells about each resolver it runs and knows
+nothing more of (no telemetry library is imported here). A run without one is
+the plain `_CallRun`, so not observing costs nothing per resolver.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AbstractContextManager, AsyncExitStack
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
@@ -58,6 +63,7 @@ __all__ = [
     "CallPlan",
     "Questioner",
     "QuestionerSource",
+    "RunObserver",
     "plan_call",
     "resolve_arguments",
     "run_steps",
@@ -81,6 +87,19 @@ class Questioner(Protocol):
     def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
         """Build the round's result from the questions still open."""
         ...
+
+
+class RunObserver(Protocol):
+    """Told about each resolver a run starts (telemetry); the protocol layer supplies one per request.
+
+    `resolver(name)` is entered around the resolver's body and its question,
+    in the resolver's own task: whatever the observer makes current there (a
+    span) is current for the resolver's code too, and resolvers running
+    concurrently each have their own. It sees the resolver's exception, if
+    any, and lets it through.
+    """
+
+    def resolver(self, name: str) -> AbstractContextManager[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -407,6 +426,16 @@ class _CallRun:
             raise ToolError(f"Resolver {plan.name} received an invalid answer: {exc}") from None
 
 
+class _ObservedRun(_CallRun):
+    """A run that tells an observer about each resolver; chosen only when there is one."""
+
+    observer: RunObserver
+
+    async def _invoke(self, plan: ResolverPlan, inputs: dict[str, Any]) -> Any:
+        with self.observer.resolver(plan.name):
+            return await super()._invoke(plan, inputs)
+
+
 @dataclass(frozen=True)
 class _Pending:
     wire_key: str
@@ -492,10 +521,15 @@ async def resolve_arguments(
     """
     call = plan_call(resolved_params, plans)
     questioner = context.questioner
+    observer = getattr(context, "observer", None)
     if exit_stack is not None or not call.has_generators:
-        return await run_steps(call, plans, tool_args, context, questioner=questioner, exit_stack=exit_stack)
+        return await run_steps(
+            call, plans, tool_args, context, questioner=questioner, exit_stack=exit_stack, observer=observer
+        )
     async with AsyncExitStack() as own_stack:
-        return await run_steps(call, plans, tool_args, context, questioner=questioner, exit_stack=own_stack)
+        return await run_steps(
+            call, plans, tool_args, context, questioner=questioner, exit_stack=own_stack, observer=observer
+        )
 
 
 async def run_steps(
@@ -506,12 +540,18 @@ async def run_steps(
     *,
     questioner: QuestionerSource,
     exit_stack: AsyncExitStack | None = None,
+    observer: RunObserver | None = None,
 ) -> dict[str, Any] | InputRequiredResult:
     """`resolve_arguments` with the run already planned (a registered handler plans it once).
 
     `questioner` gives the channel questions go to, called only when a
     resolver asks (the protocol layer builds it on first use); `exit_stack`
     takes generator resolvers' cleanup, and a run with a generator resolver
-    must have one.
+    must have one; `observer`, when the server is instrumented, hears of
+    each resolver run.
     """
-    return await _CallRun(plans, tool_args, context, questioner, exit_stack).execute(call)
+    if observer is None:
+        return await _CallRun(plans, tool_args, context, questioner, exit_stack).execute(call)
+    run = _ObservedRun(plans, tool_args, context, questioner, exit_stack)
+    run.observer = observer
+    return await run.execute(call)

@@ -14,14 +14,18 @@ lifespan to the parent's instead, give the parent ours:
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..deployment import check_state_keys
+from ..errors import MCPError
 from .http_endpoint import StreamableHTTPEndpoint
 from .http_hosts import LOOPBACK_HOSTS
 from .http_options import HttpOptions
@@ -58,7 +62,11 @@ class StreamableHTTPApp(Starlette):
     """
 
     def __init__(self, endpoint: StreamableHTTPEndpoint, path: str) -> None:
-        super().__init__(routes=[Route(path, endpoint)], lifespan=endpoint.lifespan)
+        routes = [Route(path, endpoint)]
+        health_path = endpoint.options.health_path
+        if health_path is not None and health_path != path:
+            routes.append(Route(health_path, partial(health, endpoint), methods=["GET"]))
+        super().__init__(routes=routes, lifespan=endpoint.lifespan)
         self.state.mcp_endpoint = endpoint
         self._mcp_endpoint = endpoint
         self._mcp_path = path
@@ -77,8 +85,35 @@ class StreamableHTTPApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+async def health(endpoint: StreamableHTTPEndpoint, request: Request) -> Response:
+    """For load balancers: 200 "ok" when this worker serves; 503 when a shared store it needs does not answer."""
+    if endpoint.server.redis is not None:
+        try:
+            await endpoint.server.redis.ping()
+        except MCPError as exc:
+            return PlainTextResponse(exc.message, status_code=503)
+        if endpoint.fleet is not None and not endpoint.fleet.healthy():
+            return PlainTextResponse("session channel reconnecting", status_code=503)
+    return PlainTextResponse("ok")
+
+
 def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> StreamableHTTPApp:
-    """A Starlette app serving `server` at `path`; options are `HttpOptions` fields."""
+    """A Starlette app serving `server` at `path`; options are `HttpOptions` fields.
+
+    A server with a `token_verifier` gets the protected endpoint and its
+    metadata routes (`http_protected`); an open one refuses to serve tools
+    that declare `scopes=`, which nothing would then enforce.
+    """
+    if server.token_verifier is not None or server.auth is not None:
+        from .http_protected import protected_app
+
+        return protected_app(server, path, HttpOptions(**options))
+    scoped = [str(c.name) for c in server.components() if getattr(c, "scopes", ())]
+    if scoped:
+        raise ValueError(
+            f"tools {', '.join(scoped)} declare scopes=, but this server has no token_verifier, so over HTTP "
+            "anyone could call them: build MCPServer(..., token_verifier=..., auth=AuthSettings(...))"
+        )
     return StreamableHTTPApp(StreamableHTTPEndpoint(server, HttpOptions(**options)), path)
 
 

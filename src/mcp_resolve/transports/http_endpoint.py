@@ -12,7 +12,7 @@ as POSTs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ from ..errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    MCPError,
 )
 from ..protocol import modern
 from ..protocol.http_names import PROTOCOL_VERSION_HEADER, SESSION_HEADER
@@ -44,19 +45,20 @@ from ..protocol.jsonrpc import (
     decode,
     error_message,
 )
-from ..protocol.session import Connection
 from .http_body import ClientGone, read_body
-from .http_exchange import SSE_HEADERS, Exchange, sse_event
+from .http_exchange import Exchange
 from .http_headers import RequestHeaders, modern_rejection
 from .http_hosts import HostPolicy, OriginPolicy
 from .http_lifespan import AppLifespan
 from .http_media import accepted_media, post_media
 from .http_options import HttpOptions
 from .http_responses import json_response, refusal
+from .http_resume import LAST_EVENT_ID, fail_questions, get_stream, make_resumable
 from .http_sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from ..server import MCPServer
+    from .http_fleet import SessionFleet
 
 __all__ = ["StreamableHTTPEndpoint"]
 
@@ -95,11 +97,16 @@ def _address(scope: Scope) -> str:
     return f"address {client[0]}" if client else "address unknown"
 
 
-def _fail_questions(connection: Connection, asked: list[Any]) -> None:
-    """Release a handshake call waiting on answers that can no longer come (its stream is gone)."""
-    for request_id in asked:
-        error = {"code": INTERNAL_ERROR, "message": "the client disconnected before answering"}
-        connection.deliver_response(IncomingResponse(request_id, None, error))
+async def _together(*jobs: Callable[[], Coroutine[Any, Any, None]] | None) -> None:
+    async with anyio.create_task_group() as group:
+        for job in jobs:
+            if job is not None:
+                group.start_soon(job)
+
+
+def _store_down(exc: MCPError) -> Response:
+    """A shared store did not answer: 503 and the store's -32603, never "session not found"."""
+    return refusal(503, INTERNAL_ERROR, exc.message, {"Retry-After": "2"})
 
 
 class StreamableHTTPEndpoint:
@@ -115,6 +122,12 @@ class StreamableHTTPEndpoint:
         )
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
+        self.fleet: SessionFleet | None = None
+        if server.session_store is not None:  # sessions any worker serves (http_fleet)
+            from .http_fleet import SessionFleet
+
+            self.fleet = SessionFleet(server, self.sessions, server.session_store)
+            sweeper = partial(_together, sweeper, self.fleet.run)
         self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper)
 
     # -- ASGI ------------------------------------------------------------------------------
@@ -232,6 +245,11 @@ class StreamableHTTPEndpoint:
                 400, INVALID_REQUEST, "Invalid Request: clients send no responses on protocol 2026-07-28"
             )
         rejection = modern_rejection(message, headers)
+        if rejection is None and message.method == "subscriptions/listen" and not exchange.sse_ok:
+            body = error_message(
+                message.id, INVALID_REQUEST, "subscriptions/listen streams: Accept text/event-stream"
+            )
+            return json_response(406, body)
         if rejection is not None:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
@@ -273,7 +291,13 @@ class StreamableHTTPEndpoint:
                 )
             session, fresh = self.sessions.new(self.server, principal, client), True
         else:
-            found = self.sessions.get(session_id, principal)
+            try:
+                if self.fleet is None:  # the common case, without a coroutine of its own
+                    found = self.sessions.get(session_id, principal)
+                else:
+                    found = await self.fleet.find(session_id, principal)
+            except MCPError as exc:
+                return _store_down(exc)
             if found is None:
                 return refusal(
                     404, INVALID_REQUEST, "Session not found: it ended or never existed; initialize again"
@@ -286,6 +310,12 @@ class StreamableHTTPEndpoint:
                     INVALID_REQUEST,
                     f"Bad Request: MCP-Protocol-Version {version!r} is not this session's ({state.protocol_version!r})",
                 )
+        if self.fleet is not None and not fresh and not isinstance(message, IncomingRequest):
+            try:  # answers and cancellations reach the worker running the call; changes are saved
+                await self.fleet.route(session, message)
+            except MCPError as exc:
+                return _store_down(exc)
+            return Response(status_code=202)
         if isinstance(message, IncomingNotification):
             await session.connection.handle_notification(message)
             return Response(status_code=202)
@@ -294,6 +324,11 @@ class StreamableHTTPEndpoint:
             return Response(status_code=202)
         await self._session_request(headers, session, message, fresh, exchange, receive, send)
         return None
+
+    async def _find(self, session_id: str, principal: str | None) -> Session | None:
+        if self.fleet is not None:
+            return await self.fleet.find(session_id, principal)
+        return self.sessions.get(session_id, principal)
 
     async def _session_request(
         self,
@@ -314,14 +349,24 @@ class StreamableHTTPEndpoint:
                 self.sessions.add(session)
             return {SESSION_HEADER: session.id}
 
+        sink = (
+            exchange.sink
+            if self.fleet is None
+            else self.fleet.sink_for(session, message, fresh, exchange.sink)
+        )
+
         async def answer() -> None:  # the connection sends the answer itself, through the sink
             with session.activity():
                 # Built directly: dataclasses.replace() re-reads the fields on every call.
-                request = IncomingRequest(message.id, message.method, message.params, headers)
-                await session.connection.handle_request(request, exchange.sink)
+                request = IncomingRequest(
+                    message.id, message.method, message.params, headers, message.access_token
+                )
+                await session.connection.handle_request(request, sink)
 
         exchange.headers_of = commit_headers
-        exchange.on_disconnect = lambda asked: _fail_questions(session.connection, asked)
+        exchange.on_disconnect = lambda asked: fail_questions(session.connection, asked)
+        if self.server.event_store is not None and not fresh:
+            make_resumable(exchange, self.server.event_store, session, message.id, self.options)
         await exchange.run(answer(), receive, send)
 
     # -- GET and DELETE ----------------------------------------------------------------------
@@ -342,7 +387,13 @@ class StreamableHTTPEndpoint:
                 refused = refusal(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required")
             await refused(scope, receive, send)
             return
-        session = self.sessions.get(session_id, self._principal(scope, receive))
+        try:
+            session = await self._find(session_id, self._principal(scope, receive))
+            if session is not None and scope["method"] == "DELETE" and self.fleet is not None:
+                await self.fleet.delete(session)
+        except MCPError as exc:
+            await _store_down(exc)(scope, receive, send)
+            return
         if session is None:
             refused = refusal(
                 404, INVALID_REQUEST, "Session not found: it ended or never existed; initialize again"
@@ -356,57 +407,4 @@ class StreamableHTTPEndpoint:
                 scope, receive, send
             )
         else:
-            await self._standalone_stream(session, receive, send)
-
-    async def _standalone_stream(self, session: Session, receive: Receive, send: Send) -> None:
-        """The session's GET stream: held open (with pings) until DELETE, shutdown or the client leaves.
-
-        It carries what the server says outside any request (resource updates
-        to a subscriber), plus keep-alives; the newest GET stream of a session
-        is the one used.
-        """
-        start = {
-            "type": "http.response.start",
-            "status": 200,
-            "headers": [*SSE_HEADERS, (_SESSION, session.id.encode())],
-        }
-        await send(start)
-        writing, ended = anyio.Lock(), False
-
-        async def write(body: bytes, more: bool = True) -> None:
-            """One chunk at a time from any task; nothing after the last one."""
-            nonlocal ended
-            async with writing:
-                if not ended:
-                    ended = not more
-                    await send({"type": "http.response.body", "body": body, "more_body": more})
-
-        async def deliver(message: dict[str, Any]) -> None:
-            await write(sse_event(message))
-
-        session.connection.standalone = deliver
-        try:
-            await self._hold_stream(session, receive, write)
-        finally:
-            if session.connection.standalone is deliver:
-                session.connection.standalone = None
-
-    async def _hold_stream(
-        self, session: Session, receive: Receive, write: Callable[[bytes, bool], Awaitable[None]]
-    ) -> None:
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                group.cancel_scope.cancel()
-
-            group.start_soon(watch)
-            with session.activity():
-                while not session.closed.is_set():
-                    with anyio.move_on_after(self.options.sse_ping_interval):
-                        await session.closed.wait()
-                    if not session.closed.is_set():
-                        await write(b": ping\n\n", True)
-            await write(b"", False)
-            group.cancel_scope.cancel()
+            await get_stream(self, session, headers.value(LAST_EVENT_ID), scope, receive, send)

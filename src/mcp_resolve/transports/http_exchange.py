@@ -56,8 +56,10 @@ cancelled, or a handshake-era call's open questions fail, that much later.
 """
 
 
-def sse_event(message: dict[str, Any]) -> bytes:
+def sse_event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     # Compact JSON never contains a raw newline, so one `data:` line carries it whole.
+    if event_id is not None:
+        return b"id: " + event_id.encode() + b"\nevent: message\ndata: " + encode(message) + b"\n\n"
     return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
@@ -82,6 +84,8 @@ class Exchange:
     """Extra response headers, given the first message sent (None: none)."""
     on_disconnect: Callable[[list[Any]], None] | None = None
     """Told the ids of the questions still open when the client leaves."""
+    recorder: Any = None
+    """Records a handshake-era stream for `Last-Event-ID` (http_resume.Recorder); None: not resumable."""
     gone = False
     _send: Send
     _mode = _UNDECIDED
@@ -125,6 +129,8 @@ class Exchange:
         elif "method" in message and not self.sse_ok:
             return  # a JSON-only client has no channel for notifications
         if self.gone:
+            if self.recorder is not None:  # kept for the client's resumption (handshake era)
+                await self.recorder.frame(message, final=_is_response(message))
             return
         if self._mode is _UNDECIDED:
             if _is_response(message) and (self.json_ok or not self.sse_ok):
@@ -132,7 +138,10 @@ class Exchange:
             else:
                 await self._open_stream(message)
         elif self._mode is _STREAM:
-            await self._stream(sse_event(message))
+            if self.recorder is None:
+                await self._stream(sse_event(message))
+            else:
+                await self._stream_recorded(message)
         # else: the JSON answer is out and a JSON body has room for nothing more
 
     async def run(self, answer: Awaitable[dict[str, Any] | None], receive: Receive, send: Send) -> None:
@@ -268,13 +277,26 @@ class Exchange:
                 "headers": SSE_HEADERS + self._extra(first),
             }
             await self._write(start)
-            chunk = _PING if first is None else sse_event(first)
+            if self.recorder is not None:
+                chunk = await self.recorder.prime()
+                if first is not None:
+                    chunk += await self.recorder.frame(first, final=_is_response(first))
+            else:
+                chunk = _PING if first is None else sse_event(first)
             await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
             self._quiet_since = anyio.current_time()
 
     async def _stream(self, chunk: bytes) -> None:
         assert self._lock is not None
         async with self._lock:
+            await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
+            self._quiet_since = anyio.current_time()
+
+    async def _stream_recorded(self, message: dict[str, Any]) -> None:
+        """As `_stream`, with the event recorded under the same lock, so ids reach the client in order."""
+        assert self._lock is not None
+        async with self._lock:
+            chunk = await self.recorder.frame(message, final=_is_response(message))
             await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
             self._quiet_since = anyio.current_time()
 
@@ -286,6 +308,8 @@ class Exchange:
 
     async def _finish(self) -> None:
         """End the response once the work is done: the stream's last chunk, or a 202 if nothing was sent."""
+        if self.recorder is not None:
+            await self.recorder.close()
         if self._mode is _JSON:
             return
         self._answered = True

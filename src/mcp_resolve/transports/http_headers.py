@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 _VERSION, _METHOD, _NAME = (name.encode() for name in (PROTOCOL_VERSION_HEADER, METHOD_HEADER, NAME_HEADER))
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 class RequestHeaders(Mapping[str, str]):
@@ -85,7 +86,9 @@ class RequestHeaders(Mapping[str, str]):
         return len(self.raw)
 
     def __repr__(self) -> str:
-        return f"RequestHeaders({self._decoded()!r})"
+        # A logged Context or headers map must not leak a credential.
+        shown = {k: "<redacted>" if k in _SECRET_HEADERS else v for k, v in self._decoded().items()}
+        return f"RequestHeaders({shown!r})"
 
 
 def check_standard_headers(method: str, params: Mapping[str, Any], headers: RequestHeaders) -> str | None:

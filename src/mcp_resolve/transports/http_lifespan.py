@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ..deployment import check_state_keys
+from ..deployment import check_state_keys, process_local_stores
 from .http_workers import serving_processes
 
 if TYPE_CHECKING:
@@ -49,8 +49,10 @@ class AppLifespan:
     @asynccontextmanager
     async def __call__(self, _app: Any = None) -> AsyncIterator[None]:
         # Workers of `uvicorn --workers N`, gunicorn or hypercorn are found here, in each worker.
+        # Counting siblings costs a walk of /proc: only when the answer could refuse the fleet.
         ephemeral = self.server.request_state_security.is_ephemeral
-        check_state_keys(self.server, serving_processes() if ephemeral else 1)
+        counted = ephemeral or process_local_stores(self.server) or self.server.session_store is None
+        check_state_keys(self.server, serving_processes() if counted else 1)
         async with self.server.running(), anyio.create_task_group() as group:
             if self.background is not None:
                 group.start_soon(self.background)

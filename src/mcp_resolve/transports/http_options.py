@@ -35,12 +35,20 @@ class HttpOptions:
     max_sessions: int | None = 10_000
     max_sessions_per_client: int | None = 100
     principal: Callable[[Request], str | None] | None = None
+    sse_retry_ms: int = 1000
+    """The `retry` hint of resumable streams: how long a client waits before it resumes with Last-Event-ID."""
+    resume_window: float = 30.0
+    """How long a handshake call waits for the answers to its questions once its resumable stream broke."""
+    health_path: str | None = "/health"
+    """A GET route for load balancers: 200 when this worker can serve (and reach Redis, if it uses it)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be positive")
         if self.sse_ping_interval <= 0:
             raise ValueError("sse_ping_interval must be positive")
+        if self.sse_retry_ms < 0 or self.resume_window < 0:
+            raise ValueError("sse_retry_ms and resume_window must not be negative")
         for name in ("allowed_hosts", "allowed_origins"):
             if isinstance(getattr(self, name), str):
                 raise TypeError(f"{name} must be a list of strings, e.g. [{getattr(self, name)!r}]")

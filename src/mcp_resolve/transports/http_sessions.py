@@ -130,6 +130,10 @@ class Sessions:
         session.last_seen = self.clock()
         return session
 
+    def peek(self, session_id: str) -> Session | None:
+        """This worker's copy of a session, as it is (no expiry check, no principal check)."""
+        return self._by_id.get(session_id)
+
     def close(self, session: Session) -> None:
         self._by_id.pop(session.id, None)
         own = self._by_client.get(session.client)
