@@ -20,16 +20,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 from mcp_types import Annotations, CallToolResult, InputRequiredResult, ToolAnnotations
-from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from .context import Context, RequestScope
+from .context import Context
 from .deployment import choose_stores
+from .direct import call_tool_directly
 from .errors import (
     HEADER_MISMATCH,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    InvalidSignature,
     MCPError,
     ToolError,
     unknown_name,
@@ -506,67 +504,12 @@ class MCPServer:
         """Call a tool in this process, with no client and no transport: for unit tests.
 
         The official SDK's `MCPServer.call_tool`, same signature and outcomes, so a
-        test suite moves across unchanged. Success is the `CallToolResult` a client
-        would receive (an `InputRequiredResult` if the tool hand-rolls rounds). A
-        failure is raised rather than returned, so a test can `pytest.raises` it:
-        `ToolError` for an unknown tool, arguments that fail validation, a
-        `ToolError` from the body or a resolver (declines included), and for an
-        unexpected exception (its text withheld as on the wire; `__cause__` is the
-        original). An `MCPError` a tool raises passes through unchanged.
-
-        Without `context` there is no client to ask: a resolver that asks one
-        (`Elicit`, `Sample`, `ListRoots`) fails the call with a `ToolError` saying
-        so; put an answer in its place with `mcp.dependency_overrides`, or drive the
-        tool through `Client(mcp, elicitation_handler=...)`. Plain resolvers run.
-        The lifespan runs only inside `async with mcp.running():`.
+        test suite moves across unchanged; `mcp_resolve.direct` says what it does.
         """
         tool = self._tools.get(name)
         if tool is None:
             raise ToolError(unknown_name("tool", name, self._tools))
-        direct = context is None
-        if context is None:
-            context = Context(self._direct_scope)
-        try:
-            values = tool.signature.validate(arguments)
-        except ArgumentError as exc:
-            raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from exc
-        try:
-            value = await tool.signature.invoke(values, context)
-        except MCPError as exc:
-            if direct and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
-                raise ToolError(
-                    f"Error executing tool {name}: {exc.message}; a direct call has no client to ask, so "
-                    "override the resolver in mcp.dependency_overrides or call through Client(mcp)"
-                ) from exc
-            raise
-        except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
-            raise ToolError(f"Error executing tool {name}: {exc}") from exc
-        except Exception as exc:
-            # The wire withholds an unexpected exception's text; so does this, and the test has it as the cause.
-            raise ToolError(
-                f"Error executing tool {name}: unexpected error ({type(exc).__name__}); "
-                "the original exception is this error's __cause__"
-            ) from exc
-        if isinstance(value, (CallToolResult, InputRequiredResult)):
-            return value
-        return CallToolResult.model_validate(tool.convert_result(value))
-
-    def _direct_scope(self) -> RequestScope:
-        """The request a direct call stands for: no client, so nothing declared and nowhere to send."""
-        return RequestScope(
-            request_id=None,
-            method="tools/call",
-            era="handshake",
-            protocol_version=LATEST_HANDSHAKE_VERSION,
-            client_capabilities={},
-            client_info=None,
-            log_level=None,
-            progress_token=None,
-            meta={},
-            send_notification=_nowhere,
-            send_request=_no_client,
-            lifespan_context=self.lifespan_context,
-        )
+        return await call_tool_directly(self, tool, arguments, context)
 
     async def _list_resources(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         return self._listing("resources", [r.definition() for r in self._resources.values()], params)
@@ -622,14 +565,3 @@ class MCPServer:
             values = [str(v) for v in values]
             completion = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
         return {"completion": completion}
-
-
-async def _nowhere(method: str, params: dict[str, Any]) -> None:
-    """A direct call's log messages and progress: no client to hear them."""
-
-
-async def _no_client(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """`ctx.elicit()` and friends in a direct call: say why there is no answer, as a tool error."""
-    raise ToolError(
-        f"{method} needs a client, and a direct call (mcp.call_tool) has none; call through Client(mcp)"
-    )
