@@ -8,6 +8,7 @@ or its roots (`ListRoots`), on whichever protocol era the client speaks.
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
@@ -26,24 +27,30 @@ except PackageNotFoundError:  # run from a source tree that was never installed
 
 __all__ = [
     "AcceptedElicitation",
+    "AssistantMessage",
+    "Audio",
     "CancelledElicitation",
     "Client",
     "Context",
     "DeclinedElicitation",
     "Elicit",
     "ElicitationResult",
+    "Icon",
+    "Image",
     "InvalidRequestState",
     "InvalidSignature",
     "ListRoots",
     "MCPError",
     "MCPServer",
     "MemoryReplayStore",
+    "Message",
     "ReplayStore",
     "RequestStateSecurity",
     "Resolve",
     "Sample",
     "SqliteReplayStore",
     "ToolError",
+    "UserMessage",
     "__version__",
 ]
 

@@ -13,13 +13,13 @@ import binascii
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
-from mcp_types import Annotations, CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp_types import Annotations, CallToolResult, Icon, Implementation, InputRequiredResult, ToolAnnotations
 
 from .context import Context
 from .deployment import choose_stores
@@ -97,8 +97,35 @@ class MCPServer:
         redis_url: str | None = None,
         subscription_bus: SubscriptionBus | None = None,
         event_store: EventStore | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
+        debug: bool = False,
+        log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None,
+        warn_on_duplicate_tools: bool = True,
+        warn_on_duplicate_resources: bool = True,
+        warn_on_duplicate_prompts: bool = True,
+        dependencies: Sequence[str] | None = None,
     ) -> None:
         self.name = name or DEFAULT_NAME
+        self.title = title
+        self.description = description
+        self.website_url = website_url
+        self.icons = [Icon.model_validate(icon) for icon in icons] if icons is not None else None
+        """title, description, website_url, icons: sent in serverInfo, as the official SDK sends them."""
+        self.debug = debug
+        """Starlette's debug mode (tracebacks in HTTP error pages) for the app `streamable_http_app()` builds."""
+        self.dependencies = list(dependencies or ())
+        """Informational: the packages this server needs (the official SDK's `dependencies`)."""
+        self._warn_on_duplicate = {
+            "tool": warn_on_duplicate_tools,
+            "resource": warn_on_duplicate_resources,
+            "prompt": warn_on_duplicate_prompts,
+        }
+        if log_level is not None:
+            logging.basicConfig(level=log_level)
+            logging.getLogger("mcp_resolve").setLevel(log_level)
         if token_verifier is not None or auth is not None:
             from .auth.tokens import check_protection
 
@@ -234,8 +261,14 @@ class MCPServer:
             options.setdefault(key, None)
         options.setdefault("single_use", False)
         tool = Tool(fn, overrides=self.dependency_overrides, **options)
+        self._warn_if_duplicate("tool", tool.name, self._tools)
         self._tools[tool.name] = tool
         return tool
+
+    def _warn_if_duplicate(self, kind: str, key: str, registered: Mapping[str, Any]) -> None:
+        """A second registration under one name replaces the first; say so unless told not to."""
+        if key in registered and self._warn_on_duplicate[kind]:
+            self.log.warning("%s already exists: %s (the new one replaces it)", kind.capitalize(), key)
 
     def resource(
         self,
@@ -263,8 +296,10 @@ class MCPServer:
             )
             if "{" in uri:
                 template = ResourceTemplate(fn, **options)
+                self._warn_if_duplicate("resource", uri, self._templates)
                 self._templates[uri] = template
             else:
+                self._warn_if_duplicate("resource", uri, self._resources)
                 self._resources[uri] = Resource(fn, **options)
             return fn
 
@@ -290,6 +325,7 @@ class MCPServer:
                 meta=meta,
                 overrides=self.dependency_overrides,
             )
+            self._warn_if_duplicate("prompt", prompt.name, self._prompts)
             self._prompts[prompt.name] = prompt
             return fn
 
@@ -319,7 +355,15 @@ class MCPServer:
         ]
 
     def server_info(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version}
+        info = Implementation(
+            name=self.name,
+            version=self.version,
+            title=self.title,
+            description=self.description,
+            website_url=self.website_url,
+            icons=self.icons,
+        )
+        return info.model_dump(by_alias=True, exclude_none=True, mode="json")
 
     def capabilities(self, *, modern: bool) -> dict[str, Any]:
         capabilities: dict[str, Any] = {
@@ -436,7 +480,10 @@ class MCPServer:
         """An ASGI app serving this server at `path`, to run with uvicorn or mount in Starlette/FastAPI."""
         from .transports.http import create_app
 
-        return create_app(self, path=path, **options)
+        app = create_app(self, path=path, **options)
+        if self.debug:
+            app.debug = True  # Starlette's: tracebacks in the error page of a crashed request
+        return app
 
     # -- the method table ----------------------------------------------------------------
     def handler(self, method: str) -> Handler:
