@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .fetch import Unreachable, fetch_json
-from .tokens import AccessToken, check_scope, same_resource
+from .tokens import AccessToken, check_scope, matching_audience
 
 if TYPE_CHECKING:
     from .tokens import AuthSettings
@@ -173,12 +173,10 @@ class IntrospectionVerifier:
                 "no audience configured: give IntrospectionVerifier(audience=...) or protect an MCPServer "
                 "with AuthSettings(resource_server_url=...)"
             )
-        value = answer.get("aud")
-        audiences = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-        for candidate in audiences:
-            if isinstance(candidate, str) and any(same_resource(candidate, mine) for mine in self.audience):
-                return candidate
-        raise _Refused("issued for another audience" if audiences else "the answer names no audience (aud)")
+        found, named_any = matching_audience(answer.get("aud"), self.audience)
+        if found is not None:
+            return found
+        raise _Refused("issued for another audience" if named_any else "the answer names no audience (aud)")
 
 
 def _number(answer: dict[str, Any], name: str) -> float | None:

@@ -26,7 +26,7 @@ from joserfc.errors import JoseError
 from joserfc.jws import JWSRegistry
 
 from .jwks import JWKSKeys, KeyUnavailable, StaticKey, load_public_key
-from .tokens import AccessToken, check_scope, same_resource
+from .tokens import AccessToken, check_scope, matching_audience
 
 if TYPE_CHECKING:
     from .tokens import AuthSettings
@@ -204,9 +204,7 @@ class JWTVerifier:
                 "no audience configured: give JWTVerifier(audience=...) or protect an MCPServer with "
                 "AuthSettings(resource_server_url=...)"
             )
-        value = claims.get("aud")
-        audiences = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-        for candidate in audiences:
-            if isinstance(candidate, str) and any(same_resource(candidate, mine) for mine in self.audience):
-                return candidate
-        raise _Refused("issued for another audience" if audiences else "no audience (aud) claim")
+        found, named_any = matching_audience(claims.get("aud"), self.audience)
+        if found is not None:
+            return found
+        raise _Refused("issued for another audience" if named_any else "no audience (aud) claim")

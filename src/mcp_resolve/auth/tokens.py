@@ -25,6 +25,7 @@ __all__ = [
     "check_protection",
     "check_scope",
     "expand_scopes",
+    "matching_audience",
     "principal_of",
     "same_resource",
 ]
@@ -190,6 +191,19 @@ def _canonical(url: str) -> tuple[str, str, int | None, str]:
         port,
         (parts.path or "").rstrip("/") + (f"?{parts.query}" if parts.query else ""),
     )
+
+
+def matching_audience(aud: Any, mine: Sequence[str]) -> tuple[str | None, bool]:
+    """(the `aud` entry naming one of `mine`, or None; whether `aud` named any audience at all).
+
+    `aud` is a JWT claim or an introspection answer's field: one string or a list of them. Shared
+    by both verifiers so a token is matched to this server by one rule (RFC 8707).
+    """
+    audiences = [aud] if isinstance(aud, str) else aud if isinstance(aud, list) else []
+    for candidate in audiences:
+        if isinstance(candidate, str) and any(same_resource(candidate, own) for own in mine):
+            return candidate, True
+    return None, bool(audiences)
 
 
 def same_resource(a: str, b: str) -> bool:
