@@ -57,6 +57,9 @@ logger = logging.getLogger("mcp_resolve.client")
 MAX_EVENT_BYTES = 64 * 1024 * 1024
 _TIMEOUT = httpx.Timeout(30.0, read=None)  # an SSE stream may stay quiet while a tool works
 _RESUME_ATTEMPTS = 3
+_RESEND_DELAYS = (0.05, 0.25, 1.0)
+"""Waits before sending an answer or a notification again after a gateway or connection failure."""
+_GATEWAY_FAILURES = frozenset({502, 503, 504})
 
 
 @dataclass
@@ -130,10 +133,8 @@ class HttpPipe:
         if "method" in message and "id" in message:
             self._group.start_soon(self._exchange, message, headers)
             return
-        try:
-            response = await self._http.post(self.url, content=encode(message), headers=headers)
-        except (httpx.HTTPError, AuthorizationError) as exc:
-            logger.warning("POST of %s failed: %s", message.get("method", "a response"), exc)
+        response = await self._post_again_on_failure(message, headers)
+        if response is None:
             return
         if response.status_code >= 300:
             logger.warning(
@@ -141,6 +142,38 @@ class HttpPipe:
             )
         elif message.get("method") == "notifications/initialized" and self.session_id is not None:
             self._group.start_soon(self._listen)
+
+    async def _post_again_on_failure(
+        self, message: dict[str, Any], headers: dict[str, str]
+    ) -> httpx.Response | None:
+        """POST an answer or a notification, again after a gateway or connection failure.
+
+        Losing one would strand the server's call: a question whose answer
+        never arrives keeps the call waiting until the caller gives up. A
+        proxy in front of several workers answers 502 when the worker it
+        picked died (it does not retry a POST it already sent), and another
+        worker would take it. Sending either again is harmless: the server
+        delivers an answer to the question waiting for it once and drops a
+        second copy, and the notifications a client sends (`initialized`,
+        `cancelled`, roots changed) mean the same the second time.
+        """
+        what = message.get("method", "a response")
+        for delay in (*_RESEND_DELAYS, None):
+            try:
+                response = await self._http.post(self.url, content=encode(message), headers=headers)
+            except AuthorizationError as exc:
+                logger.warning("POST of %s failed: %s", what, exc)
+                return None
+            except httpx.HTTPError as exc:
+                if delay is None or not isinstance(exc, httpx.TransportError):
+                    logger.warning("POST of %s failed: %s", what, exc)
+                    return None
+            else:
+                if delay is None or response.status_code not in _GATEWAY_FAILURES:
+                    return response
+            logger.info("POST of %s failed; sending it again in %.2f s", what, delay)
+            await anyio.sleep(delay)
+        return None  # pragma: no cover - the loop returns on its last pass
 
     async def receive(self) -> dict[str, Any]:
         return await self._inbox.receive()
