@@ -9,7 +9,7 @@ CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light
 
-.PHONY: venv install install-test test lint typecheck pytest demo conformance bench soak clean
+.PHONY: venv install install-test test lint typecheck docs pytest demo conformance bench soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(DEMO_STAMP): $(PY) pyproject.toml
 	touch $(DEMO_STAMP)
 
 $(STAMP): $(PY) pyproject.toml
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(NODE_STAMP): conformance/package.json conformance/package-lock.json
@@ -64,6 +64,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# The documentation site (mkdocs.yml): docs/ and the API reference from the docstrings, into site/.
+# --strict, so a broken link, a missing page or an unresolvable reference fails (not --quiet: it
+# hides the warnings --strict counts, and the build passes).
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
 pytest: $(STAMP) $(CLIENTS_NODE_STAMP) $(SYSTEM_STAMP)
 	$(VENV)/bin/pytest -q
 
@@ -82,7 +88,7 @@ bench: $(STAMP)
 soak: $(STAMP)
 	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
-test: lint typecheck pytest conformance
+test: lint typecheck docs pytest conformance
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info conformance/node_modules
+	rm -rf $(VENV) build dist site *.egg-info conformance/node_modules

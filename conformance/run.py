@@ -94,6 +94,12 @@ CLIENT_NOT_SCORED = {
     "auth/wif-jwt-bearer": "extension",
 }
 """Client scenarios both requirement sets run without scoring; run here too, reported apart."""
+CLIENT_NOT_IMPLEMENTED = frozenset(
+    {"auth/enterprise-managed-authorization", "auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer"}
+)
+"""Unscored extensions our Client does not implement: they fail, and are reported as not implemented
+(not as failures) so that a good run does not read as a broken one. Any other unscored scenario that
+fails is printed as failing."""
 LEG_TIMEOUT = 240.0
 _RESULT_DIR = re.compile(r"^(?:server-)?(?P<scenario>.+)-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 _NOT_SCORED = re.compile(r"^\s+[✓✗] (?P<scenario>\S+) \((?P<why>[^)]+)\)$")
@@ -108,6 +114,8 @@ class Leg:
     runs: list[list[str]] = field(default_factory=list)
     """Several harness runs forming one leg (client scenarios run one at a time)."""
     not_scored: dict[str, str] = field(default_factory=dict)
+    not_implemented: frozenset[str] = frozenset()
+    """Unscored scenarios expected to fail because we do not implement them: labelled so, not as failures."""
     enforced: dict[str, int] = field(default_factory=dict)
     """Unscored scenarios held to passing anyway: name prefix -> how many of them must have run."""
 
@@ -252,7 +260,13 @@ def legs(url: str) -> list[Leg]:
         for v in (MODERN, LEGACY)
     ]
     for version, scenarios in CLIENT_SCENARIOS.items():
-        leg = Leg(f"client {version}", [], strict=True, not_scored=dict(CLIENT_NOT_SCORED))
+        leg = Leg(
+            f"client {version}",
+            [],
+            strict=True,
+            not_scored=dict(CLIENT_NOT_SCORED),
+            not_implemented=CLIENT_NOT_IMPLEMENTED,
+        )
         # Extensions are on no spec timeline: a lone --scenario runs them only with --force (the
         # requirements runs force them to the revision's wire the same way).
         leg.runs = [
@@ -281,25 +295,31 @@ def run_leg(leg: Leg, out: Path, server: subprocess.Popen[bytes] | None) -> Tall
         scenario = args[args.index("--scenario") + 1] if "--scenario" in args else None
         if scenario not in leg.not_scored:
             tally.exit_codes.append(code)
-        for line in log_path.read_text(errors="replace").splitlines():
-            found = _NOT_SCORED.match(line)
-            if found:
-                tally.not_scored[found.group("scenario")] = found.group("why")
-        for checks_file in sorted(results.rglob("checks.json")):
-            match = _RESULT_DIR.match(checks_file.parent.name)
-            scenario = match.group("scenario") if match else checks_file.parent.name
-            if checks_file.parent.parent != results:  # auth/x-<ts> nests one level deeper
-                scenario = f"{checks_file.parent.parent.name}/{scenario}"
-            tally.add(scenario, json.loads(checks_file.read_text()))
+        read_run(tally, log_path, results)
     if server is not None and server.poll() is not None:
         tally.exit_codes.append(-2)
     return tally
 
 
+def read_run(tally: Tally, log_path: Path, results: Path) -> None:
+    """Add one harness run's output to the tally: the unscored scenarios its log names, and every
+    scenario's checks.json under `results`."""
+    for line in log_path.read_text(errors="replace").splitlines():
+        found = _NOT_SCORED.match(line)
+        if found:
+            tally.not_scored[found.group("scenario")] = found.group("why")
+    for checks_file in sorted(results.rglob("checks.json")):
+        match = _RESULT_DIR.match(checks_file.parent.name)
+        scenario = match.group("scenario") if match else checks_file.parent.name
+        if checks_file.parent.parent != results:  # auth/x-<ts> nests one level deeper
+            scenario = f"{checks_file.parent.parent.name}/{scenario}"
+        tally.add(scenario, json.loads(checks_file.read_text()))
+
+
 def _summary(scenarios: dict[str, dict[str, int]], passed: list[str]) -> str:
     judged = sum(_total(scenarios, status) for status in ("SUCCESS", "FAILURE", "WARNING"))
     return (
-        f"scenarios {len(passed)}/{len(scenarios)} passed; checks {_total(scenarios, 'SUCCESS')}/{judged} "
+        f"{len(passed)}/{len(scenarios)} scenarios passed; {_total(scenarios, 'SUCCESS')}/{judged} checks "
         f"passed, {_total(scenarios, 'FAILURE')} failed, {_total(scenarios, 'WARNING')} warnings"
     )
 
@@ -310,30 +330,63 @@ def _held(tally: Tally, prefix: str) -> tuple[list[str], list[str]]:
     return list(run), tally.passed(False, run)
 
 
-def report(leg: Leg, tally: Tally, out: Path) -> bool:
+def _unscored(tally: Tally, not_implemented: frozenset[str]) -> list[str]:
+    """The scenarios the harness ran without scoring: how many passed, then those that did not,
+    split into what we knowingly do not implement and what fails although we do."""
+    extra = {name: counts for name, counts in tally.scenarios.items() if name in tally.not_scored}
+    passing = tally.passed(False, extra)
+    absent = [name for name in extra if name not in passing and name in not_implemented]
+    failing = [name for name in extra if name not in passing and name not in not_implemented]
+    checks = _total({name: extra[name] for name in passing}, "SUCCESS")
+    lines = [
+        f"      not scored by the harness (no effect on PASS/FAIL): {len(passing)}/{len(extra)} scenarios "
+        f"passed ({checks} checks)"
+    ]
+    if absent:
+        expected = _total({name: extra[name] for name in absent}, "FAILURE")
+        lines.append(
+            f"        not implemented here, failing as expected ({expected} checks): "
+            + ", ".join(f"{name} ({tally.not_scored[name]})" for name in absent)
+        )
+    for name in failing:
+        counts = extra[name]
+        lines.append(
+            f"        unscored but failing: {name} ({tally.not_scored[name]}): "
+            f"{counts['FAILURE']} checks failed, {counts['WARNING']} warnings"
+        )
+    return lines
+
+
+def summarize(leg: Leg, tally: Tally, out: Path) -> tuple[bool, list[str]]:
+    """The leg's verdict and the lines that report it: first the scored verdict, which alone (with
+    run.py's own held-to-passing rule) decides PASS or FAIL, then the unscored scenarios, labelled."""
     scored = tally.scored()
     passed = tally.passed(leg.strict, scored)
     ok = bool(scored) and all(code == 0 for code in tally.exit_codes) and len(passed) == len(scored)
     held = {prefix: _held(tally, prefix) for prefix in leg.enforced}
     ok = ok and all(len(run) >= leg.enforced[prefix] and run == good for prefix, (run, good) in held.items())
-    print(f"{'PASS' if ok else 'FAIL'}  {leg.name}: {_summary(scored, passed)}")
+    lines = [f"{'PASS' if ok else 'FAIL'}  {leg.name}, scored: {_summary(scored, passed)}"]
     for name, counts in scored.items():
         if name not in passed:
-            print(f"        {name}: {counts['FAILURE']} failed, {counts['WARNING']} warnings")
+            lines.append(f"        {name}: {counts['FAILURE']} failed, {counts['WARNING']} warnings")
     if tally.not_scored:
-        extra = {name: counts for name, counts in tally.scenarios.items() if name in tally.not_scored}
-        extra_passed = tally.passed(False, extra)
-        print(f"      not scored by the harness: {_summary(extra, extra_passed)}")
-        failing = [f"{name} ({tally.not_scored[name]})" for name in extra if name not in extra_passed]
-        if failing:
-            print(f"        failing: {', '.join(failing)}")
+        lines += _unscored(tally, leg.not_implemented)
     for prefix, (run, good) in held.items():
         scenarios = {name: tally.scenarios[name] for name in run}
-        print(f"      held to passing ({prefix}*, {leg.enforced[prefix]} expected): {_summary(scenarios, good)}")
+        lines.append(
+            f"      unscored but held to passing by run.py ({prefix}*, {leg.enforced[prefix]} expected): "
+            f"{_summary(scenarios, good)}"
+        )
     if -2 in tally.exit_codes:
-        print("        the everything server died during this leg")
+        lines.append("        the everything server died during this leg")
     elif not ok:
-        print(f"        harness output: {out}")
+        lines.append(f"        harness output: {out}")
+    return ok, lines
+
+
+def report(leg: Leg, tally: Tally, out: Path) -> bool:
+    ok, lines = summarize(leg, tally, out)
+    print("\n".join(lines))
     return ok
 
 

@@ -1,0 +1,107 @@
+"""conformance/run.py's report: the scored verdict first, unscored scenarios labelled apart.
+
+The harness itself is not run here (it takes minutes and Node; `make conformance` runs it). These
+tests feed `read_run` the harness's own output layout (a run log naming the unscored scenarios, one
+`checks.json` per scenario) and check what `summarize` says about it: a run whose only failures are
+extensions our Client does not implement is a PASS that says so, without a "30 failed" beside it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def run() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("conformance_run", ROOT / "conformance" / "run.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def harness_run(where: Path, results: dict[str, list[str]], unscored: dict[str, str]) -> tuple[Path, Path]:
+    """A harness run's log and results directory: `results` maps a scenario to its checks' statuses."""
+    out = where / "run-0"
+    for index, (scenario, statuses) in enumerate(results.items()):
+        folder = out / f"{scenario}-2026-11-26T20-03-{index:02d}-000Z"
+        folder.mkdir(parents=True)
+        checks = [{"id": f"check-{n}", "name": "c", "status": status} for n, status in enumerate(statuses)]
+        (folder / "checks.json").write_text(json.dumps(checks))
+    log = where / "run-0.log"
+    log.write_text("".join(f"  ✗ {name} ({why})\n" for name, why in unscored.items()))
+    return log, out
+
+
+def client_leg(run: ModuleType) -> Any:
+    (leg,) = [leg for leg in run.legs("http://127.0.0.1:1/mcp") if leg.name == "client 2026-07-28"]
+    return leg
+
+
+def tally_of(run: ModuleType, leg: Any, tmp_path: Path, results: dict[str, list[str]]) -> Any:
+    tally = run.Tally(not_scored=dict(leg.not_scored))
+    log, out = harness_run(tmp_path, results, {"auth/dpop": "extension"})
+    run.read_run(tally, log, out)
+    tally.exit_codes.append(0)
+    return tally
+
+
+SCORED_GOOD = {"tools_call": ["SUCCESS"] * 4, "auth/metadata-default": ["SUCCESS"] * 12}
+
+
+def test_unimplemented_extensions_do_not_read_as_failures(run: ModuleType, tmp_path: Path) -> None:
+    leg = client_leg(run)
+    results = {
+        **SCORED_GOOD,
+        "json-schema-2020-12-preservation": ["SUCCESS"] * 3,
+        "auth/dpop": ["SUCCESS", *["FAILURE"] * 15],
+        "auth/wif-jwt-bearer": ["FAILURE"] * 15,
+    }
+    ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
+    assert ok
+    assert lines[0] == (
+        "PASS  client 2026-07-28, scored: 2/2 scenarios passed; 16/16 checks passed, 0 failed, 0 warnings"
+    )
+    assert (
+        lines[1]
+        == "      not scored by the harness (no effect on PASS/FAIL): 1/3 scenarios passed (3 checks)"
+    )
+    assert lines[2] == (
+        "        not implemented here, failing as expected (30 checks): "
+        "auth/dpop (extension), auth/wif-jwt-bearer (extension)"
+    )
+    assert len(lines) == 3
+    assert not any("30 failed" in line for line in lines)
+
+
+def test_an_unscored_scenario_we_implement_is_still_shown_failing(run: ModuleType, tmp_path: Path) -> None:
+    leg = client_leg(run)
+    results = {**SCORED_GOOD, "json-schema-2020-12-preservation": ["SUCCESS", "FAILURE", "WARNING"]}
+    ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
+    assert ok  # unscored: the verdict is the scored one, as before
+    assert lines[-1] == (
+        "        unscored but failing: json-schema-2020-12-preservation (added after release): "
+        "1 checks failed, 1 warnings"
+    )
+
+
+def test_a_scored_failure_fails_the_leg_and_is_named(run: ModuleType, tmp_path: Path) -> None:
+    leg = client_leg(run)
+    results = {**SCORED_GOOD, "tools_call": ["SUCCESS", "FAILURE"]}
+    ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
+    assert not ok
+    assert lines[0].startswith(
+        "FAIL  client 2026-07-28, scored: 1/2 scenarios passed; 13/14 checks passed, 1 failed"
+    )
+    assert "        tools_call: 1 failed, 0 warnings" in lines
+    assert lines[-1] == f"        harness output: {tmp_path}"
