@@ -8,12 +8,15 @@ or its roots (`ListRoots`), on whichever protocol era the client speaks.
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from .caching import CacheHint
 from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
+from .principal import authenticated_principal
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
+from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .sealing import RequestStateSecurity
 from .server import MCPServer
 
@@ -26,9 +29,11 @@ except PackageNotFoundError:  # run from a source tree that was never installed
     __version__ = "0+unknown"
 
 __all__ = [
+    "DEFAULT_RESOURCE_SECURITY",
     "AcceptedElicitation",
     "AssistantMessage",
     "Audio",
+    "CacheHint",
     "CancelledElicitation",
     "Client",
     "Context",
@@ -47,11 +52,13 @@ __all__ = [
     "ReplayStore",
     "RequestStateSecurity",
     "Resolve",
+    "ResourceSecurity",
     "Sample",
     "SqliteReplayStore",
     "ToolError",
     "UserMessage",
     "__version__",
+    "authenticated_principal",
 ]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from mcp_types import (
     ClientCapabilities,
@@ -23,6 +23,7 @@ from mcp_types import (
     SamplingMessage,
 )
 from pydantic import BaseModel
+from typing_extensions import TypeVar  # TypeVar(default=...) (PEP 696) before Python 3.13
 
 from .elicitation import (
     AcceptedElicitation,
@@ -40,8 +41,9 @@ if TYPE_CHECKING:
 
 __all__ = ["LOG_LEVELS", "Context", "RequestScope"]
 
-LifespanT = TypeVar("LifespanT")
-RequestT = TypeVar("RequestT")
+# Defaults, so a bare `ctx: Context` means Context[Any, Any] and passes `mypy --strict` (no type-arg error).
+LifespanT = TypeVar("LifespanT", default=Any)
+RequestT = TypeVar("RequestT", default=Any)
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
@@ -108,13 +110,18 @@ class _RequestContextView:
     def headers(self) -> Mapping[str, str] | None:
         return self._scope.headers
 
+    @property
+    def access_token(self) -> AccessToken | None:
+        return self._scope.access_token
+
 
 class Context(Generic[LifespanT, RequestT]):
     """One request, as seen by the code that serves it.
 
     `LifespanT` types `lifespan_context`. `RequestT` is not used: it is there so
     that annotations written for the official SDK (`Context[Lifespan, Request]`)
-    keep working unchanged.
+    keep working unchanged. Both default to `Any`, so a bare `ctx: Context`
+    type-checks under `mypy --strict`.
 
     Given a function instead of a RequestScope, it builds the scope the first
     time something reads it: most tools never look at their request, and the

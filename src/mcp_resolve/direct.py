@@ -5,10 +5,10 @@ outcomes, so a test suite moves across unchanged. Success is the
 `CallToolResult` a client would receive (an `InputRequiredResult` if the tool
 hand-rolls rounds). A failure is raised rather than returned, so a test can
 `pytest.raises` it: `ToolError` for an unknown tool, arguments that fail
-validation, a `ToolError` from the body or a resolver (declines included),
-and for an unexpected exception (its text withheld as on the wire;
-`__cause__` is the original). An `MCPError` a tool raises passes through
-unchanged.
+validation, a `ToolError` or `ResourceError` from the body or a resolver
+(declines included), and `UnexpectedToolError` (a `ToolError` too) for an
+unexpected exception (its text withheld as on the wire; `__cause__` is the
+original). An `MCPError` a tool raises passes through unchanged.
 
 Without a `context` there is no client to ask: a resolver that asks one
 (`Elicit`, `Sample`, `ListRoots`) fails the call with a `ToolError` saying
@@ -25,7 +25,15 @@ from mcp_types import CallToolResult, InputRequiredResult
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from .context import Context, RequestScope
-from .errors import MISSING_REQUIRED_CLIENT_CAPABILITY, InvalidSignature, MCPError, ToolError
+from .errors import (
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    InvalidSignature,
+    MCPError,
+    ResourceError,
+    ToolError,
+    UnexpectedResourceError,
+    UnexpectedToolError,
+)
 from .signature import ArgumentError
 
 if TYPE_CHECKING:
@@ -56,11 +64,13 @@ async def call_tool_directly(
                 "override the resolver in mcp.dependency_overrides or call through Client(mcp)"
             ) from exc
         raise
-    except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
+    except (UnexpectedToolError, UnexpectedResourceError) as exc:  # a nested crash: still a crash here
+        raise UnexpectedToolError(f"Error executing tool {name}: {exc}") from exc
+    except (ToolError, ResourceError, InvalidSignature) as exc:  # InvalidSignature: an override at call time
         raise ToolError(f"Error executing tool {name}: {exc}") from exc
     except Exception as exc:
         # The wire withholds an unexpected exception's text; so does this, and the test has it as the cause.
-        raise ToolError(
+        raise UnexpectedToolError(
             f"Error executing tool {name}: unexpected error ({type(exc).__name__}); "
             "the original exception is this error's __cause__"
         ) from exc

@@ -1,10 +1,15 @@
 """Exceptions an author raises or meets, and the JSON-RPC error codes we answer with.
 
-Two families live here. `ToolError` and `InvalidSignature` are for authors:
-the first becomes a tool error result the model can read, the second stops a
-bad server at registration. `MCPError` is the protocol's: raising it anywhere
-below a request handler answers that request with a JSON-RPC error and nothing
-else about the connection changes.
+Two families live here. `ToolError`, the resource errors and `InvalidSignature`
+are for authors: a `ToolError` becomes a tool error result the model can read,
+a `ResourceError` a JSON-RPC error naming the resource, and an
+`InvalidSignature` stops a bad server at registration. `MCPError` is the
+protocol's: raising it anywhere below a request handler answers that request
+with a JSON-RPC error and nothing else about the connection changes.
+
+The author-facing classes carry the official SDK's names and hierarchy
+(`MCPServerError` over `ToolError` and `ResourceError`), so a server's
+`except` clauses port unchanged.
 """
 
 from __future__ import annotations
@@ -38,19 +43,66 @@ __all__ = [
     "InvalidRequestState",
     "InvalidSignature",
     "MCPError",
+    "MCPServerError",
     "MidCallQuestionUnavailable",
+    "ResourceError",
+    "ResourceNotFoundError",
     "ToolError",
+    "UnexpectedResourceError",
+    "UnexpectedToolError",
 ]
 
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
 """The one answer to every requestState failure: the reason goes to the log only."""
 
 
-class ToolError(Exception):
+class MCPServerError(Exception):
+    """The base of the errors an author raises (or catches) around tools and resources."""
+
+
+class ToolError(MCPServerError):
     """Raised by a tool body or a resolver: the call ends with a tool error result.
 
     The message is shown to the model as `Error executing tool NAME: MESSAGE`,
     so write it for a reader who can act on it.
+    """
+
+
+class UnexpectedToolError(ToolError):
+    """A tool crashed (raised something other than `ToolError`, `ResourceError` or `MCPError`).
+
+    Never raised by an author: `mcp.call_tool()` raises it around the crash,
+    with the original as `__cause__`, so a test can tell a crash from a
+    deliberate `ToolError`. On the wire the model reads only the exception's
+    type; its text stays in the server log.
+    """
+
+
+class ResourceError(MCPServerError):
+    """A resource read failed in a way its author foresaw.
+
+    Raised from a resource or template function, it answers `resources/read`
+    with JSON-RPC error -32603 carrying this message and `data.uri`, logged at
+    INFO without a traceback. Raised from a tool (reading a resource of its
+    own), it ends the call with a tool error result, like a `ToolError`.
+    """
+
+
+class ResourceNotFoundError(ResourceError):
+    """The resource asked for does not exist: the same answer as an unknown URI.
+
+    JSON-RPC error -32602 on 2026-07-28 (-32002 on 2025-11-25 and earlier, as
+    that revision asks), with this message and `data.uri`.
+    """
+
+
+class UnexpectedResourceError(ResourceError):
+    """A resource function crashed (raised something other than `ResourceError` or `MCPError`).
+
+    Never raised by an author. The client gets -32603 `Error reading resource
+    URI` (`Error creating resource from template URI` for a template) and
+    nothing of the original, which is this error's `__cause__` and is logged
+    with its traceback.
     """
 
 

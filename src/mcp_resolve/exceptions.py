@@ -1,15 +1,43 @@
 """Exceptions under the names of the official SDK's `mcp.server.mcpserver.exceptions`.
 
-`ToolError` and `InvalidSignature` are ours (from `mcp_resolve.errors`) and
-behave as the official ones do for an author: a `ToolError` raised in a tool or
-resolver ends the call with an error result the model reads. The official
-`MCPServerError`, `ResourceError`, `ResourceNotFoundError`,
-`UnexpectedResourceError` and `UnexpectedToolError` have no counterpart here
-(docs/porting.md); raise `MCPError` from a resource for a protocol error.
+The same names, hierarchy and wire answers, so `raise` and `except` clauses
+port by changing the import:
+
+- `MCPServerError`: the base of `ToolError` and `ResourceError`.
+- `ToolError`: from a tool or resolver, a tool error result the model reads.
+  `UnexpectedToolError` (a `ToolError`) is what `mcp.call_tool()` raises
+  around a crash, the original as `__cause__`.
+- `ResourceError`: from a resource, JSON-RPC error -32603 with its message and
+  `data.uri`; `ResourceNotFoundError`, the not-found answer (-32602 on
+  2026-07-28, -32002 on the handshake era). From a tool, a tool error result.
+  A crash in a resource answers -32603 naming only the URI
+  (`UnexpectedResourceError`), its text kept in the server log.
+- `InvalidSignature`: a handler the framework cannot serve, at registration.
+
+`MCPError` (a JSON-RPC error of your choosing) is ours, and passes through all
+of the above unchanged.
 """
 
 from __future__ import annotations
 
-from .errors import InvalidSignature, MCPError, ToolError
+from .errors import (
+    InvalidSignature,
+    MCPError,
+    MCPServerError,
+    ResourceError,
+    ResourceNotFoundError,
+    ToolError,
+    UnexpectedResourceError,
+    UnexpectedToolError,
+)
 
-__all__ = ["InvalidSignature", "MCPError", "ToolError"]
+__all__ = [
+    "InvalidSignature",
+    "MCPError",
+    "MCPServerError",
+    "ResourceError",
+    "ResourceNotFoundError",
+    "ToolError",
+    "UnexpectedResourceError",
+    "UnexpectedToolError",
+]

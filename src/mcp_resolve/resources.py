@@ -2,7 +2,12 @@
 
 A template's variables are the function's model-facing arguments; like a
 tool, a template function may also take the Context and resolved parameters,
-so reading a resource can ask the person a question on either era.
+so reading a resource can ask the person a question on either era. The
+values a template extracts pass its `ResourceSecurity` checks before the
+function runs (`resource_security.py`).
+
+A crash in a resource function becomes `UnexpectedResourceError` (its text
+withheld from the client); `ResourceError` and `MCPError` pass as raised.
 """
 
 from __future__ import annotations
@@ -10,19 +15,20 @@ from __future__ import annotations
 import base64
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote
 
 import pydantic_core
-from mcp_types import Annotations, BlobResourceContents, InputRequiredResult, TextResourceContents
+from mcp_types import Annotations, BlobResourceContents, Icon, InputRequiredResult, TextResourceContents
 from pydantic import BaseModel
 
 from .context import Context
-from .errors import InvalidSignature
-from .signature import HandlerSignature, Overrides
+from .errors import InvalidSignature, MCPError, ResourceError, UnexpectedResourceError
+from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
+from .signature import ArgumentError, HandlerSignature, Overrides
 
-__all__ = ["Resource", "ResourceTemplate"]
+__all__ = ["FunctionResource", "Resource", "ResourceTemplate", "UnsafeParameter"]
 
 _VARIABLE = re.compile(r"{(\w+)}")
 
@@ -65,6 +71,7 @@ class _ResourceBase:
         annotations: Annotations | dict[str, Any] | None,
         meta: dict[str, Any] | None,
         overrides: Overrides,
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
     ) -> None:
         self.fn = fn
         self.uri = uri
@@ -76,6 +83,7 @@ class _ResourceBase:
             Annotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
         )
         self.meta = meta
+        self.icons = [Icon.model_validate(icon) for icon in icons] if icons else None
         self.signature = HandlerSignature.analyse(fn, str(self.name), overrides, model_suffix="Arguments")
 
     def _describe(self, uri_key: str) -> dict[str, Any]:
@@ -88,12 +96,27 @@ class _ResourceBase:
             entry["mimeType"] = self.mime_type
         if self.annotations is not None:
             entry["annotations"] = self.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if self.icons:
+            entry["icons"] = [
+                icon.model_dump(by_alias=True, exclude_none=True, mode="json") for icon in self.icons
+            ]
         if self.meta:
             entry["_meta"] = self.meta
         return entry
 
+    def use_overrides(self, overrides: Overrides) -> None:
+        """Resolve through `overrides` from now on (a prebuilt resource joining a server)."""
+        self.signature.use_overrides(overrides)
+
+    _crash_message = "Error reading resource {uri}"
+
     async def _read(self, uri: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
-        value = await self.signature.run_detached(arguments, context, failing=f"reading resource {uri}")
+        try:
+            value = await self.signature.run_detached(arguments, context, failing=f"reading resource {uri}")
+        except (MCPError, ResourceError, ArgumentError):
+            raise
+        except Exception as exc:
+            raise UnexpectedResourceError(self._crash_message.format(uri=uri)) from exc
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         return {"contents": _contents(uri, self.mime_type, value)}
@@ -110,6 +133,37 @@ class Resource(_ResourceBase):
                 f"(got {', '.join(self.signature.argument_names)}); use a URI template like 'x://{{id}}'"
             )
 
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        uri: str,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
+        annotations: Annotations | dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Resource:
+        """A resource built before any server, for `MCPServer(resources=[...])` or `mcp.add_resource()`.
+
+        The official SDK's `FunctionResource.from_function`; the server it
+        joins supplies its `dependency_overrides`.
+        """
+        return cls(
+            fn,
+            uri=uri,
+            name=name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            meta=meta,
+            overrides=Overrides(),
+            icons=icons,
+        )
+
     def definition(self) -> dict[str, Any]:
         return self._describe("uri")
 
@@ -117,11 +171,37 @@ class Resource(_ResourceBase):
         return await self._read(self.uri, {}, context)
 
 
+FunctionResource = Resource
+"""The official SDK's name for a resource served by a function."""
+
+
+class UnsafeParameter(ValueError):
+    """A URI matched a template but a value it extracted failed the template's `ResourceSecurity`.
+
+    Raised rather than reported as no match, so the search stops here and a
+    later, laxer template cannot serve the URI. The server answers it as an
+    unknown resource.
+    """
+
+    def __init__(self, template: str, parameter: str) -> None:
+        super().__init__(
+            f"parameter {parameter!r} of resource template {template} failed its security checks"
+        )
+        self.template = template
+        self.parameter = parameter
+
+
 class ResourceTemplate(_ResourceBase):
     """Resources whose URIs follow a template such as `orders://{order_id}`."""
 
-    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
+    _crash_message = "Error creating resource from template {uri}"
+
+    def __init__(
+        self, fn: Callable[..., Any], *, security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY, **kwargs: Any
+    ) -> None:
         super().__init__(fn, **kwargs)
+        self.security = security
+        """The checks every extracted value passes before the function runs."""
         variables = _VARIABLE.findall(self.uri)
         if set(variables) != set(self.signature.argument_names):
             raise InvalidSignature(
@@ -138,8 +218,18 @@ class ResourceTemplate(_ResourceBase):
         return self._describe("uriTemplate")
 
     def match(self, uri: str) -> dict[str, str] | None:
+        """The decoded variables of `uri`, or None when it does not match.
+
+        Raises UnsafeParameter when it matches but a value fails `self.security`.
+        """
         found = self.pattern.fullmatch(uri)
-        return {k: unquote(v) for k, v in found.groupdict().items()} if found else None
+        if found is None:
+            return None
+        variables = {k: unquote(v) for k, v in found.groupdict().items()}
+        refused = self.security.validate(variables)
+        if refused is not None:
+            raise UnsafeParameter(self.uri, refused)
+        return variables
 
     async def read(self, uri: str, variables: dict[str, str], context: Context) -> dict[str, Any]:
         return await self._read(uri, variables, context)

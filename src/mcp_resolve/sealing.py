@@ -236,9 +236,30 @@ class SecurityOptions(TypedDict, total=False):
     """The keyword options `ephemeral()` and `from_env()` pass through to the constructor."""
 
     ttl: float
-    bind_principal: bool
+    bind_principal: bool | Callable[..., str | None] | None
     audience: str | None
     clock: Callable[[], float]
+
+
+def _binds_principal(bind_principal: object) -> bool:
+    """`bind_principal` as a flag; the official SDK's spellings (`authenticated_principal`, None) too.
+
+    The principal itself comes from the transport (the verified token's, or the
+    HTTP app's `principal=` function), so a function other than
+    `authenticated_principal` cannot be honoured here and is refused rather
+    than silently treated as True.
+    """
+    if bind_principal is None or isinstance(bind_principal, bool):
+        return bool(bind_principal)
+    from .principal import authenticated_principal
+
+    if bind_principal is authenticated_principal:
+        return True
+    raise TypeError(
+        "bind_principal takes True, False, None or mcp_resolve.authenticated_principal; to bind "
+        "requestState to another identity, give the HTTP app a principal function: "
+        "mcp.streamable_http_app(principal=lambda request: ...)"
+    )
 
 
 def _field(envelope: Mapping[str, Any], name: str, kind: type) -> Any:
@@ -267,7 +288,7 @@ class RequestStateSecurity:
         keys: Sequence[bytes | str] | None = None,
         codec: StateCodec | None = None,
         ttl: float = DEFAULT_TTL,
-        bind_principal: bool = True,
+        bind_principal: bool | Callable[..., str | None] | None = True,
         audience: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -287,7 +308,7 @@ class RequestStateSecurity:
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
             raise ValueError("ttl must be a positive, finite number of seconds")
         self._ttl = float(ttl)
-        self._bind_principal = bool(bind_principal)
+        self._bind_principal = _binds_principal(bind_principal)
         self._audience = audience
         self._clock = clock
         self._ephemeral = False

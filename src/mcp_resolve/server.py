@@ -21,21 +21,27 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 import anyio
 from mcp_types import Annotations, CallToolResult, Icon, Implementation, InputRequiredResult, ToolAnnotations
 
+from .caching import CacheableMethod, CacheHint, checked_cache_hints
 from .context import Context
 from .deployment import choose_stores
 from .direct import call_tool_directly
 from .errors import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
     MCPError,
+    ResourceError,
+    ResourceNotFoundError,
     ToolError,
+    UnexpectedResourceError,
     unknown_name,
 )
 from .prompts import Prompt
 from .protocol.param_headers import check_param_headers
 from .replay import ReplayStore
-from .resources import Resource, ResourceTemplate
+from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
+from .resources import Resource, ResourceTemplate, UnsafeParameter
 from .sealing import RequestStateSecurity
 from .signature import ArgumentError, Overrides
 from .tools import Tool
@@ -62,6 +68,13 @@ RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses
 DEFAULT_NAME = "mcp-server"
 """The name of a server built without one: the official SDK's, so a ported server reports the same."""
 
+_NO_AUTHORIZATION_SERVER = (
+    "auth_server_provider: mcp-resolve has no authorization server built in. Run one of your own "
+    "(Keycloak, Auth0, Okta, Ory Hydra, ...) and make this server a resource server: "
+    "MCPServer(..., token_verifier=JWTVerifier(...) or IntrospectionVerifier(...), "
+    "auth=AuthSettings(issuer_url=..., resource_server_url=...)) from mcp_resolve.auth (docs/auth.md)."
+)
+
 _UNNAMED_SHARED_KEYS = (
     "this server has no name but seals requestState with shared keys (request_state_security or "
     "MCP_RESOLVE_STATE_KEYS): sealed state carries the server name as its audience, so that state "
@@ -81,26 +94,31 @@ class MCPServer:
     def __init__(
         self,
         name: str | None = None,
-        *,
-        version: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
         instructions: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
+        version: str | None = None,
+        auth_server_provider: object | None = None,
+        token_verifier: TokenVerifier | None = None,
+        *,
+        tools: Sequence[Tool] | None = None,
+        resources: Sequence[Resource | ResourceTemplate] | None = None,
         lifespan: Lifespan | None = None,
+        auth: AuthSettings | None = None,
+        resource_security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY,
         request_state_security: RequestStateSecurity | None = None,
+        cache_hints: Mapping[CacheableMethod, CacheHint] | None = None,
         replay_store: ReplayStore | None = None,
         page_size: int = 100,
         cache_ttl_ms: int = 0,
         first_round_answers: bool = False,
-        token_verifier: TokenVerifier | None = None,
-        auth: AuthSettings | None = None,
         task_store: TaskStore | str | os.PathLike[str] | None = None,
         task_options: TaskOptions | None = None,
         redis_url: str | None = None,
         subscription_bus: SubscriptionBus | None = None,
         event_store: EventStore | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        website_url: str | None = None,
-        icons: Sequence[Icon | dict[str, Any]] | None = None,
         debug: bool = False,
         log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None,
         warn_on_duplicate_tools: bool = True,
@@ -108,6 +126,11 @@ class MCPServer:
         warn_on_duplicate_prompts: bool = True,
         dependencies: Sequence[str] | None = None,
     ) -> None:
+        """The positional order is the official SDK's (name, title, description, instructions,
+        website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
+        """
+        if auth_server_provider is not None:
+            raise NotImplementedError(_NO_AUTHORIZATION_SERVER)
         self.name = name or DEFAULT_NAME
         self.title = title
         self.description = description
@@ -142,6 +165,11 @@ class MCPServer:
         self.instructions = instructions
         self.page_size = page_size
         self.cache_ttl_ms = cache_ttl_ms
+        """The TTL of the list results and `server/discover` (ms) for methods `cache_hints` leaves out."""
+        self.cache_hints = checked_cache_hints(cache_hints)
+        """Per-method `ttlMs`/`cacheScope` of 2026-07-28 results (see `cache_hint`)."""
+        self.resource_security = resource_security
+        """The checks a template's extracted values pass unless `@mcp.resource(security=...)` says otherwise."""
         self.request_state_security = request_state_security or RequestStateSecurity.from_env()
         security = self.request_state_security
         if not name and not security.is_ephemeral and security.audience is None:
@@ -194,6 +222,10 @@ class MCPServer:
             "tasks/cancel": partial(self._task_method, "tasks/cancel"),
             "subscriptions/listen": self._listen,
         }
+        for tool in tools or ():
+            self._add_prebuilt_tool(tool)
+        for resource in resources or ():
+            self.add_resource(resource)
 
     # -- registration --------------------------------------------------------------------
     def tool(
@@ -265,6 +297,27 @@ class MCPServer:
         self._tools[tool.name] = tool
         return tool
 
+    def _add_prebuilt_tool(self, tool: Tool) -> None:
+        """A `Tool.from_function(...)` built before this server: it resolves through this server's overrides."""
+        if not isinstance(tool, Tool):
+            raise TypeError(
+                f"tools= takes mcp_resolve.tools.Tool objects (Tool.from_function(fn)), not {tool!r}"
+            )
+        tool.use_overrides(self.dependency_overrides)
+        self._warn_if_duplicate("tool", tool.name, self._tools)
+        self._tools[tool.name] = tool
+
+    def add_resource(self, resource: Resource | ResourceTemplate) -> None:
+        """Register a resource built beforehand (`Resource.from_function(fn, uri)`), as the official SDK's does."""
+        if not isinstance(resource, (Resource, ResourceTemplate)):
+            raise TypeError(f"expected a Resource (Resource.from_function(fn, uri)), not {resource!r}")
+        resource.use_overrides(self.dependency_overrides)
+        registry: dict[str, Any] = (
+            self._templates if isinstance(resource, ResourceTemplate) else self._resources
+        )
+        self._warn_if_duplicate("resource", resource.uri, registry)
+        registry[resource.uri] = resource
+
     def _warn_if_duplicate(self, kind: str, key: str, registered: Mapping[str, Any]) -> None:
         """A second registration under one name replaces the first; say so unless told not to."""
         if key in registered and self._warn_on_duplicate[kind]:
@@ -278,10 +331,17 @@ class MCPServer:
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
         annotations: Annotations | dict[str, Any] | None = None,
         meta: dict[str, Any] | None = None,
+        security: ResourceSecurity | None = None,
     ) -> Callable[[F], F]:
-        """Register a resource; a URI with `{variables}` registers a template."""
+        """Register a resource; a URI with `{variables}` registers a template.
+
+        `security`: the checks this template's extracted values pass (default:
+        the server's `resource_security`, which refuses path traversal,
+        absolute paths and NUL bytes). Static resources extract nothing.
+        """
 
         def register(fn: F) -> F:
             options = dict(
@@ -293,9 +353,11 @@ class MCPServer:
                 annotations=annotations,
                 meta=meta,
                 overrides=self.dependency_overrides,
+                icons=icons,
             )
             if "{" in uri:
-                template = ResourceTemplate(fn, **options)
+                checks = security if security is not None else self.resource_security
+                template = ResourceTemplate(fn, security=checks, **options)
                 self._warn_if_duplicate("resource", uri, self._templates)
                 self._templates[uri] = template
             else:
@@ -364,6 +426,20 @@ class MCPServer:
             icons=self.icons,
         )
         return info.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    def cache_hint(self, method: str) -> tuple[int, str]:
+        """(`ttlMs`, `cacheScope`) for a cacheable method's 2026-07-28 results.
+
+        A `cache_hints` entry wins; without one, `cache_ttl_ms` and "public" for
+        the lists and `server/discover`, and 0 and "private" for `resources/read`
+        (a resource's contents are the caller's own until said otherwise).
+        """
+        hint = self.cache_hints.get(method)
+        if hint is not None:
+            return hint.ttl_ms, hint.scope
+        if method == "resources/read":
+            return 0, "private"
+        return self.cache_ttl_ms, "public"
 
     def capabilities(self, *, modern: bool) -> dict[str, Any]:
         capabilities: dict[str, Any] = {
@@ -578,8 +654,25 @@ class MCPServer:
                     return await template.read(uri, variables, context)
         except ArgumentError as exc:
             raise MCPError(INVALID_PARAMS, f"Invalid params for resource {uri}: {exc}") from None
+        except UnsafeParameter as exc:
+            # Answered exactly as an unknown URI: the client learns nothing of which check failed.
+            self.log.info("resource read refused: %s", exc)
+            raise self._not_found(uri, f"Resource not found: {uri}", context) from None
+        except ResourceError as exc:
+            if isinstance(exc, UnexpectedResourceError):
+                self.log.error("resource %r raised an unexpected exception", uri, exc_info=exc.__cause__)
+            else:
+                self.log.info("resource %r failed: %r", uri, str(exc))
+            if isinstance(exc, ResourceNotFoundError):
+                raise self._not_found(uri, str(exc), context) from None
+            raise MCPError(INTERNAL_ERROR, str(exc), {"uri": uri}) from None
+        raise self._not_found(uri, f"Resource not found: {uri}", context)
+
+    @staticmethod
+    def _not_found(uri: str, message: str, context: Context) -> MCPError:
+        """-32602 on 2026-07-28; -32002 on the handshake era, as 2025-11-25 asks (the official sends -32602)."""
         code = INVALID_PARAMS if context.is_modern else RESOURCE_NOT_FOUND_HANDSHAKE
-        raise MCPError(code, f"Resource not found: {uri}", {"uri": uri})
+        return MCPError(code, message, {"uri": uri})
 
     async def _list_prompts(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         return self._listing("prompts", [p.definition() for p in self._prompts.values()], params)

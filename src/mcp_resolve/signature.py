@@ -167,6 +167,16 @@ class HandlerSignature:
         """The model field behind the model-facing argument `argument` (its description, whether required)."""
         return self.arguments_model.model_fields[argument]
 
+    def use_overrides(self, overrides: Overrides) -> None:
+        """Resolve through `overrides` from now on: a handler built before its server joins it.
+
+        The plans rebuild on next use, so a bad graph under the new overrides
+        fails here, at registration, as it would have in `analyse`.
+        """
+        self.overrides = overrides
+        self._plans_version = -1
+        self.plans()
+
     def plans(self) -> dict[Hashable, ResolverPlan]:
         if self._plans_version != self.overrides.version:
             self._plans = build_resolver_plans(

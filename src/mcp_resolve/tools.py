@@ -2,9 +2,9 @@
 
 The input schema is the signature's model-facing arguments as pydantic sees
 them; a typed return adds an output schema and `structuredContent`. Every
-failure an author can cause (bad arguments, `ToolError`, a declined question,
-an unexpected exception) becomes a tool error result the model can read; only
-protocol problems become JSON-RPC errors.
+failure an author can cause (bad arguments, `ToolError` or `ResourceError`, a
+declined question, an unexpected exception) becomes a tool error result the
+model can read; only protocol problems (`MCPError`) become JSON-RPC errors.
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from pydantic import BaseModel, TypeAdapter, create_model
 from typing_extensions import is_typeddict  # knows typing_extensions.TypedDict (pydantic's before 3.12)
 
 from .context import Context
-from .errors import InvalidSignature, MCPError, ToolError
+from .errors import (
+    InvalidSignature,
+    MCPError,
+    ResourceError,
+    ToolError,
+    UnexpectedResourceError,
+    UnexpectedToolError,
+)
 from .protocol.param_headers import InvalidHeaderDeclaration, header_declarations
 from .signature import ArgumentError, HandlerSignature, Overrides
 
@@ -161,6 +168,42 @@ class Tool:
 
             self.signature.before_body = wait_for_task
 
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        context_kwarg: str | None = None,
+        annotations: ToolAnnotations | dict[str, Any] | None = None,
+        icons: list[Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> Tool:
+        """A tool built before any server, for `MCPServer(tools=[...])`: the official SDK's constructor.
+
+        `context_kwarg` is accepted for its signature and not needed: a
+        Context parameter is found by its annotation. The server the tool
+        joins supplies its `dependency_overrides`.
+        """
+        return cls(
+            fn,
+            name=name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            structured_output=structured_output,
+            single_use=False,
+            meta=meta,
+            icons=icons,
+            overrides=Overrides(),
+        )
+
+    def use_overrides(self, overrides: Overrides) -> None:
+        """Resolve through `overrides` from now on (a prebuilt tool joining a server)."""
+        self.signature.use_overrides(overrides)
+
     def _input_schema(self, declared: dict[str, Any] | None) -> dict[str, Any]:
         """The signature's schema, or the author's own served verbatim (the signature still validates calls)."""
         if declared is None:
@@ -215,10 +258,16 @@ class Tool:
             return error_result(self.name, f"invalid arguments: {exc}")
         try:
             value = await self.signature.invoke(values, context)
-        except (ToolError, InvalidSignature) as exc:  # InvalidSignature: an override analysed at call time
-            return error_result(self.name, str(exc))
         except MCPError:
             raise
+        except (
+            ToolError,
+            ResourceError,
+            InvalidSignature,
+        ) as exc:  # InvalidSignature: an override at call time
+            if isinstance(exc, (UnexpectedToolError, UnexpectedResourceError)):
+                logger.error("tool %s: a tool or resource it used crashed", self.name, exc_info=exc)
+            return error_result(self.name, str(exc))
         except Exception as exc:
             logger.exception("tool %s raised", self.name)
             return error_result(self.name, _describe_unexpected(exc))

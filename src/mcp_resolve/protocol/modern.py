@@ -201,11 +201,12 @@ def _request_scope(
 
 
 def discover(server: MCPServer) -> dict[str, Any]:
+    ttl_ms, scope = server.cache_hint("server/discover")
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
         "capabilities": server.capabilities(modern=True),
-        "ttlMs": server.cache_ttl_ms,
-        "cacheScope": "public",
+        "ttlMs": ttl_ms,
+        "cacheScope": scope,
     }
     if server.instructions:
         result["instructions"] = server.instructions
@@ -215,8 +216,9 @@ def discover(server: MCPServer) -> dict[str, Any]:
 def finish_result(server: MCPServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
     result.setdefault("resultType", "complete")
     if method in CACHEABLE_METHODS and result["resultType"] == "complete":
-        result.setdefault("ttlMs", server.cache_ttl_ms if method != "resources/read" else 0)
-        result.setdefault("cacheScope", "public" if method != "resources/read" else "private")
+        ttl_ms, scope = server.cache_hint(method)
+        result.setdefault("ttlMs", ttl_ms)
+        result.setdefault("cacheScope", scope)
     meta = result.setdefault("_meta", {})
     meta.setdefault(SERVER_INFO_META_KEY, server.server_info())
     return result
