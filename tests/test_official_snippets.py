@@ -128,11 +128,7 @@ PLANS: dict[str, Plan] = {
         xfail="`ctx.session` is missing (the snippet calls `ctx.session.send_resource_list_changed()`): "
         "the tool fails with AttributeError and no notifications/resources/list_changed is sent",
     ),
-    "lifespan_example": Plan(
-        calls=[("query_db", {})],
-        xfail="`Context[AppContext]` (one type argument) raises TypeError at import: our `Context` is "
-        "generic in two parameters without defaults; the official's TypeVars default (dict[str, Any], Any)",
-    ),
+    "lifespan_example": Plan(calls=[("query_db", {})]),
     "images": Plan(calls=[("create_thumbnail", {"image_path": "<png>"})]),
     "structured_output": Plan(
         calls=[
