@@ -387,3 +387,28 @@ def test_cli_reports_a_bad_setting_in_one_line(
     assert done.stdout == ""
     assert done.stderr.startswith(expected) and done.stderr.count("\n") == 1, done.stderr
     assert "Traceback" not in done.stderr and "SECRET" not in done.stderr
+
+
+QUIET_SERVER = """
+    from mcp_resolve import MCPServer
+
+    mcp = MCPServer("Quiet", log_level="ERROR")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("cli_level", "debug"), [(None, False), ("DEBUG", True)])
+def test_log_level_in_code_beats_the_environment_and_the_command_line_beats_both(
+    tmp_path: Path, cli_level: str | None, debug: bool
+) -> None:
+    server = tmp_path / "quiet.py"
+    server.write_text(textwrap.dedent(QUIET_SERVER))
+    port = free_port()
+    env = clean_environment(MCP_RESOLVE_PORT=str(port), MCP_RESOLVE_LOG_LEVEL="DEBUG")
+    argv = [*CLI, "run", str(server), "--http", *(["--log-level", cli_level] if cli_level else [])]
+    log = tmp_path / "stderr.log"
+    with process(argv, env, log, port):
+        assert post_ping(port, host="rebinding.example.test") == 403
+    text = log.read_text()
+    assert ("settings: host=127.0.0.1" in text) is debug  # basicConfig's format: the server's log_level set it up
+    assert ("refused a request for Host 'rebinding.example.test'" in text) is debug  # a WARNING, under ERROR

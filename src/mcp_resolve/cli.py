@@ -277,12 +277,13 @@ def graph_mermaid(components: Sequence[Component]) -> str:
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     from .settings import load_settings
 
-    # Options given on the command line win; the environment (MCP_RESOLVE_*) fills in the rest.
-    settings = load_settings(log_level=args.log_level)
+    # Options given on the command line win, then the server's own arguments, then the environment.
+    level = args.log_level or server.log_level
+    settings = load_settings(log_level=level)
     if not args.http:
         if args.workers != 1:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
-        server.run(log_level=settings.log_level)
+        server.run(log_level=level)
         return 0
     from .deployment import check_state_keys
 
@@ -305,14 +306,14 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
             path=path,
             allowed_hosts=hosts,
             allowed_origins=origins,
-            log_level=settings.log_level,
+            log_level=level,
         )
         return 0
     import uvicorn
 
     from .logs import configure_logging
 
-    level = configure_logging(settings.log_level)
+    effective = configure_logging(settings.log_level)
     # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
     worker = {
         "target": _absolute(args.target),
@@ -331,7 +332,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         host=host,
         port=port,
         workers=args.workers,
-        log_level=level.lower() if level in LEVELS else "info",
+        log_level=effective.lower() if effective in LEVELS else "info",
         **uvicorn_options(ServerLimits()),
     )
     return 0
