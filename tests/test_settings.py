@@ -410,5 +410,25 @@ def test_log_level_in_code_beats_the_environment_and_the_command_line_beats_both
     with process(argv, env, log, port):
         assert post_ping(port, host="rebinding.example.test") == 403
     text = log.read_text()
-    assert ("settings: host=127.0.0.1" in text) is debug  # basicConfig's format: the server's log_level set it up
+    assert (
+        "settings: host=127.0.0.1" in text
+    ) is debug  # basicConfig's format: the server's log_level set it up
     assert ("refused a request for Host 'rebinding.example.test'" in text) is debug  # a WARNING, under ERROR
+
+
+@pytest.mark.slow
+def test_a_redis_password_never_reaches_the_log(tmp_path: Path) -> None:
+    """Redis down (nothing listens on port 1): the outage is logged at WARNING, with the password masked."""
+    port = free_port()
+    env = clean_environment(
+        MCP_RESOLVE_PORT=str(port),
+        MCP_RESOLVE_LOG_LEVEL="DEBUG",
+        MCP_RESOLVE_REDIS_URL="redis://:hunter2-PASSWORD@127.0.0.1:1/0",
+        MCP_RESOLVE_STATE_KEYS=KEY,
+    )
+    log = tmp_path / "stderr.log"
+    with process([*CLI, "run", str(REFUND_DESK), "--http"], env, log, port):
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 503
+    text = log.read_text()
+    assert "redis_url=set" in text and "Redis at redis://:***@127.0.0.1:1/0 failed" in text
+    assert "hunter2" not in text and KEY not in text

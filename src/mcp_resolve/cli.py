@@ -275,11 +275,13 @@ def graph_mermaid(components: Sequence[Component]) -> str:
 
 # -- run and dev -----------------------------------------------------------------------------
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
+    from .logs import configure_logging
     from .settings import load_settings
 
     # Options given on the command line win, then the server's own arguments, then the environment.
     level = args.log_level or server.log_level
     settings = load_settings(log_level=level)
+    configure_logging(settings.log_level)  # before the first warning (the key check below) is logged
     if not args.http:
         if args.workers != 1:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
@@ -310,8 +312,6 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         )
         return 0
     import uvicorn
-
-    from .logs import configure_logging
 
     effective = configure_logging(settings.log_level)
     # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
