@@ -29,11 +29,13 @@ from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.plan import ResolverPlan
 from .resources import Resource, ResourceTemplate
 from .server import MCPServer
+from .settings import InvalidSetting
 from .tools import Tool
 
 __all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main", "worker_app"]
 
 Component = Tool | Prompt | Resource | ResourceTemplate
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"  # the version docs/cli.md and the interop tests use
 WORKER_APP_ENV = "MCP_RESOLVE_WORKER_APP"
 NO_NPX = (
@@ -273,10 +275,17 @@ def graph_mermaid(components: Sequence[Component]) -> str:
 
 # -- run and dev -----------------------------------------------------------------------------
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
+    from .logs import configure_logging
+    from .settings import load_settings
+
+    # Options given on the command line win, then the server's own arguments, then the environment.
+    level = args.log_level or server.log_level
+    settings = load_settings(log_level=level)
+    configure_logging(settings.log_level)  # before the first warning (the key check below) is logged
     if not args.http:
         if args.workers != 1:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
-        server.run()
+        server.run(log_level=level)
         return 0
     from .deployment import check_state_keys
 
@@ -284,35 +293,46 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         check_state_keys(server, args.workers)
     except (RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
-    shown_host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"MCP endpoint: http://{shown_host}:{args.port}{args.path}", file=sys.stderr, flush=True)
+    host = settings.host if args.host is None else args.host
+    port = settings.port if args.port is None else args.port
+    path = settings.path if args.path is None else args.path
+    hosts = args.allowed_hosts or settings.allowed_hosts
+    origins = args.allowed_origins or settings.allowed_origins
+    shown_host = f"[{host}]" if ":" in host else host
+    print(f"MCP endpoint: http://{shown_host}:{port}{path}", file=sys.stderr, flush=True)
     if args.workers == 1:
         server.run(
             transport="streamable-http",
-            host=args.host,
-            port=args.port,
-            path=args.path,
-            allowed_hosts=args.allowed_hosts,
+            host=host,
+            port=port,
+            path=path,
+            allowed_hosts=hosts,
+            allowed_origins=origins,
+            log_level=level,
         )
         return 0
     import uvicorn
 
+    effective = configure_logging(settings.log_level)
     # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
-    settings = {
+    worker = {
         "target": _absolute(args.target),
-        "path": args.path,
-        "host": args.host,
-        "hosts": args.allowed_hosts,
+        "path": path,
+        "host": host,
+        "hosts": hosts,
+        "origins": origins,
+        "log_level": settings.log_level,
     }
-    os.environ[WORKER_APP_ENV] = json.dumps(settings)
+    os.environ[WORKER_APP_ENV] = json.dumps(worker)
     from .transports.uvicorn_limits import ServerLimits, uvicorn_options
 
     uvicorn.run(
         f"{__name__}:worker_app",
         factory=True,
-        host=args.host,
-        port=args.port,
+        host=host,
+        port=port,
         workers=args.workers,
+        log_level=effective.lower() if effective in LEVELS else "info",
         **uvicorn_options(ServerLimits()),
     )
     return 0
@@ -320,13 +340,15 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The ASGI app of one `run --http --workers N` worker: the server file the parent was given."""
-    from .transports.http_hosts import LOOPBACK_HOSTS
+    from .logs import configure_logging
+    from .transports.http import default_allowed_hosts
 
-    settings = json.loads(os.environ[WORKER_APP_ENV])
-    host, allowed = settings["host"], settings["hosts"]
-    if allowed is None and host not in (*LOOPBACK_HOSTS, "0.0.0.0", "::", ""):
-        allowed = [*LOOPBACK_HOSTS, host]  # as `serve_http` does for one worker bound to a name
-    return load_server(settings["target"]).streamable_http_app(path=settings["path"], allowed_hosts=allowed)
+    worker = json.loads(os.environ[WORKER_APP_ENV])
+    configure_logging(worker.get("log_level"))
+    allowed = worker["hosts"] or default_allowed_hosts(worker["host"])  # as `serve_http` does for one worker
+    return load_server(worker["target"]).streamable_http_app(
+        path=worker["path"], allowed_hosts=allowed, allowed_origins=worker.get("origins")
+    )
 
 
 def _absolute(spec: str) -> str:
@@ -359,15 +381,32 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="serve a server (stdio by default)")
     run.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
     run.add_argument("--http", action="store_true", help="serve Streamable HTTP instead of stdio")
-    run.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    run.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    run.add_argument("--path", default="/mcp", help="HTTP endpoint path (default /mcp)")
+    run.add_argument("--host", help="HTTP bind address (default: MCP_RESOLVE_HOST, else 127.0.0.1)")
+    run.add_argument("--port", type=int, help="HTTP port (default: MCP_RESOLVE_PORT, else 8000)")
+    run.add_argument("--path", help="HTTP endpoint path (default: MCP_RESOLVE_PATH, else /mcp)")
     run.add_argument(
         "--allowed-host",
         action="append",
         dest="allowed_hosts",
         metavar="NAME",
-        help="accept this Host header (repeatable; default: loopback names and a named --host)",
+        help="accept this Host header (repeatable; default: MCP_RESOLVE_ALLOWED_HOSTS, else loopback names "
+        "and a named --host)",
+    )
+    run.add_argument(
+        "--allowed-origin",
+        action="append",
+        dest="allowed_origins",
+        metavar="ORIGIN",
+        help="accept this Origin header, e.g. https://app.example.com (repeatable; default: "
+        "MCP_RESOLVE_ALLOWED_ORIGINS, else origins whose host is allowed)",
+    )
+    run.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LEVELS,
+        metavar="LEVEL",
+        help="DEBUG, INFO, WARNING, ERROR or CRITICAL for the mcp_resolve loggers, and uvicorn's over HTTP "
+        "(default: MCP_RESOLVE_LOG_LEVEL, else INFO)",
     )
     run.add_argument(
         "--workers",
@@ -418,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InvalidSignature as exc:
         print(f"InvalidSignature: {exc}", file=sys.stderr)
         return 1
-    except CLIError as exc:
+    except (CLIError, InvalidSetting) as exc:
         print(f"mcp-resolve: {exc}", file=sys.stderr)
         return 1
     return 0

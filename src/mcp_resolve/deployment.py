@@ -8,7 +8,6 @@ on any worker. Refusing to start is kinder than failing at random.
 from __future__ import annotations
 
 import logging
-import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -70,11 +69,12 @@ def choose_stores(
 ) -> None:
     """Give `server` its stores, once: those passed, else Redis ones when a URL is set, else in-process ones.
 
-    The URL is `redis_url` or the MCP_RESOLVE_REDIS_URL environment variable;
-    with neither, nothing of redis-py (nor of the shared-store code) is imported.
-    Stores passed explicitly always win, so one can stay embedded on purpose.
+    `redis_url` is already resolved (the argument, else MCP_RESOLVE_REDIS_URL:
+    `MCPServer` reads the settings); without one, nothing of redis-py (nor of
+    the shared-store code) is imported. Stores passed explicitly always win, so
+    one can stay embedded on purpose.
     """
-    url = redis_url if redis_url is not None else os.environ.get(REDIS_URL_ENV) or None
+    url = redis_url or None
     server.redis = None
     server.session_store = None
     if url:

@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import json
 import math
-import os
 import re
 import secrets
 import time
@@ -224,12 +223,14 @@ def _principal_digest(salt: bytes, principal: str) -> str:
 
 
 def _keys_from_env() -> list[str] | None:
-    """Read the operator key ring; an empty-but-set variable is a deployment error, not 'unset'."""
-    value = os.environ.get(ENV_KEYS)
-    keys = None if value is None else [part.strip() for part in value.split(",") if part.strip()]
-    if keys == []:
-        raise ValueError(f"{ENV_KEYS} is set but holds no keys; {_GENERATE_HINT}")
-    return keys
+    """The operator key ring (`MCP_RESOLVE_STATE_KEYS`, read by `mcp_resolve.settings`); None when unset.
+
+    Set but empty, or a key under 32 bytes, is a deployment error (`InvalidSetting`, a ValueError),
+    not "unset": the message never repeats a key.
+    """
+    from .settings import load_settings
+
+    return load_settings().state_key_ring()
 
 
 class SecurityOptions(TypedDict, total=False):
@@ -322,8 +323,14 @@ class RequestStateSecurity:
 
     @classmethod
     def from_env(cls, **options: Unpack[SecurityOptions]) -> RequestStateSecurity:
-        """Operator keys when configured, else ephemeral: the zero-config default."""
-        keys = _keys_from_env()
+        """Operator keys when configured (`MCP_RESOLVE_STATE_KEYS`), else ephemeral: the zero-config default."""
+        return cls.from_keys(_keys_from_env(), **options)
+
+    @classmethod
+    def from_keys(
+        cls, keys: Sequence[bytes | str] | None, **options: Unpack[SecurityOptions]
+    ) -> RequestStateSecurity:
+        """`keys` when there are some, else ephemeral (what `from_env` does with the keys it read)."""
         return cls.ephemeral(**options) if keys is None else cls(keys=keys, **options)
 
     @property

@@ -146,6 +146,8 @@ class MCPServer:
             "resource": warn_on_duplicate_resources,
             "prompt": warn_on_duplicate_prompts,
         }
+        self.log_level = log_level
+        """The level `run()` gives the `mcp_resolve` loggers; None: MCP_RESOLVE_LOG_LEVEL, else INFO."""
         if log_level is not None:
             logging.basicConfig(level=log_level)
             logging.getLogger("mcp_resolve").setLevel(log_level)
@@ -170,7 +172,15 @@ class MCPServer:
         """Per-method `ttlMs`/`cacheScope` of 2026-07-28 results (see `cache_hint`)."""
         self.resource_security = resource_security
         """The checks a template's extracted values pass unless `@mcp.resource(security=...)` says otherwise."""
-        self.request_state_security = request_state_security or RequestStateSecurity.from_env()
+        # The operator's settings (MCP_RESOLVE_*), read when an argument leaves a choice to them.
+        from .settings import load_settings
+
+        settings = load_settings() if request_state_security is None or redis_url is None else None
+        if settings is not None and redis_url is None:
+            redis_url = settings.redis()
+        self.request_state_security = request_state_security or RequestStateSecurity.from_keys(
+            None if settings is None else settings.state_key_ring()
+        )
         security = self.request_state_security
         if not name and not security.is_ephemeral and security.audience is None:
             raise ValueError(_UNNAMED_SHARED_KEYS)
@@ -539,16 +549,28 @@ class MCPServer:
                     await stack.__aexit__(None, None, None)
                 self.lifespan_context = None
 
-    def run(self, transport: Literal["stdio", "streamable-http"] = "stdio", **options: Any) -> None:
-        """Serve until stopped: stdio by default, or `transport="streamable-http"` (host, port, path)."""
+    def run(
+        self,
+        transport: Literal["stdio", "streamable-http"] = "stdio",
+        *,
+        log_level: str | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve until stopped: stdio by default, or `transport="streamable-http"` (host, port, path, ...).
+
+        What is not passed comes from the environment (`MCP_RESOLVE_HOST`, `_PORT`, `_PATH`,
+        `_ALLOWED_HOSTS`, `_ALLOWED_ORIGINS`, `_LOG_LEVEL`; docs/configuration.md), then the
+        defaults. `log_level` (else the server's own `log_level`) sets the `mcp_resolve` loggers.
+        """
+        level = log_level or self.log_level
         if transport == "stdio":
             from .transports.stdio import serve_stdio
 
-            anyio.run(serve_stdio, self)
+            anyio.run(partial(serve_stdio, self, log_level=level))
         elif transport == "streamable-http":
             from .transports.http import serve_http
 
-            serve_http(self, **options)
+            serve_http(self, log_level=level, **options)
         else:
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'")
 

@@ -45,6 +45,7 @@ __all__ = [
 logger = logging.getLogger("mcp_resolve.http")
 
 _WILDCARD_BINDS = ("0.0.0.0", "::", "")
+_UVICORN_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
 
 
 class StreamableHTTPApp(Starlette):
@@ -100,10 +101,19 @@ async def health(endpoint: StreamableHTTPEndpoint, request: Request) -> Response
 def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> StreamableHTTPApp:
     """A Starlette app serving `server` at `path`; options are `HttpOptions` fields.
 
-    A server with a `token_verifier` gets the protected endpoint and its
-    metadata routes (`http_protected`); an open one refuses to serve tools
-    that declare `scopes=`, which nothing would then enforce.
+    `allowed_hosts` and `allowed_origins` not passed here come from
+    MCP_RESOLVE_ALLOWED_HOSTS and MCP_RESOLVE_ALLOWED_ORIGINS when those are
+    set, so an app run by any ASGI server honours them. A server with a
+    `token_verifier` gets the protected endpoint and its metadata routes
+    (`http_protected`); an open one refuses to serve tools that declare
+    `scopes=`, which nothing would then enforce.
     """
+    from ..settings import load_settings
+
+    settings = load_settings()
+    for name in ("allowed_hosts", "allowed_origins"):
+        if options.get(name) is None and getattr(settings, name) is not None:
+            options[name] = getattr(settings, name)
     if server.token_verifier is not None or server.auth is not None:
         from .http_protected import protected_app
 
@@ -117,41 +127,70 @@ def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> Stre
     return StreamableHTTPApp(StreamableHTTPEndpoint(server, HttpOptions(**options)), path)
 
 
+def default_allowed_hosts(host: str) -> list[str] | None:
+    """The `Host` headers to accept when none were configured: loopback names, plus `host` if it is a name."""
+    if host in _WILDCARD_BINDS:
+        logger.warning(
+            "listening on all interfaces but accepting only loopback Host headers: set allowed_hosts"
+        )
+        return None
+    return None if host in LOOPBACK_HOSTS else [*LOOPBACK_HOSTS, host]
+
+
 def serve_http(
     server: MCPServer,
     *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    path: str = "/mcp",
+    host: str | None = None,
+    port: int | None = None,
+    path: str | None = None,
     workers: int = 1,
     app_import: str | None = None,
-    log_level: str = "info",
+    log_level: str | None = None,
     limits: ServerLimits | None = None,
     **options: Any,
 ) -> None:
     """Serve until stopped. Several workers need `app_import` ("package.module:app"), as uvicorn imports the app in each.
 
-    uvicorn runs with `limits` (default `ServerLimits()`): bounded connections,
-    header size and time for a request to arrive; see `uvicorn_limits`.
+    `host`, `port`, `path`, `log_level`, `allowed_hosts` and `allowed_origins`
+    not passed come from the environment (MCP_RESOLVE_HOST, ...), else the
+    defaults: 127.0.0.1, 8000, /mcp, INFO, loopback names (plus a named host),
+    origins whose host is allowed. uvicorn runs with `limits` (default
+    `ServerLimits()`): bounded connections, header size and time for a
+    request to arrive; see `uvicorn_limits`.
     """
+    from ..logs import configure_logging
+    from ..settings import load_settings
+
+    settings = load_settings(log_level=log_level)  # arguments win; the environment fills in the rest
+    host = settings.host if host is None else host
+    port = settings.port if port is None else port
+    path = settings.path if path is None else path
+    level = configure_logging(settings.log_level)
+    logger.debug("settings: %s", settings.described())
     check_state_keys(server, workers)
     from .uvicorn_limits import ServerLimits, uvicorn_options
 
     bounded = uvicorn_options(limits or ServerLimits(), workers=workers)
+    uvicorn_level = level.lower() if level in _UVICORN_LEVELS else "info"
     if workers > 1:
         if app_import is None or options or path != "/mcp":
             raise ValueError(
                 "uvicorn starts each worker by importing the app: pass app_import='package.module:app' "
                 "(an app built with mcp.streamable_http_app(...), which carries its own options)"
             )
-        uvicorn.run(app_import, host=host, port=port, workers=workers, log_level=log_level, **bounded)
+        uvicorn.run(app_import, host=host, port=port, workers=workers, log_level=uvicorn_level, **bounded)
         return
-    if options.get("allowed_hosts") is None:
-        if host in _WILDCARD_BINDS:
-            logger.warning(
-                "listening on all interfaces but accepting only loopback Host headers: set allowed_hosts"
-            )
-        elif host not in LOOPBACK_HOSTS:
-            options["allowed_hosts"] = [*LOOPBACK_HOSTS, host]
+    for name in ("allowed_hosts", "allowed_origins"):
+        if options.get(name) is None:
+            options[name] = getattr(settings, name)
+    if options["allowed_hosts"] is None:
+        options["allowed_hosts"] = default_allowed_hosts(host)
     app = create_app(server, path=path, **options)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5, **bounded)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level=uvicorn_level,
+        timeout_graceful_shutdown=5,
+        **bounded,
+    )

@@ -34,15 +34,6 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 DRAIN_SECONDS = 5.0  # at EOF, how long requests still running may take to answer
 
 
-def _configure_logging() -> None:
-    root = logging.getLogger()
-    if not root.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        root.addHandler(handler)
-        root.setLevel(os.environ.get("MCP_RESOLVE_LOG_LEVEL", "INFO").upper())
-
-
 async def _pipe_reader(stream: BinaryIO) -> asyncio.StreamReader:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_LINE_BYTES, loop=loop)
@@ -95,10 +86,24 @@ def _claim_stdout() -> Iterator[BinaryIO]:
         os.close(saved)
 
 
-async def serve_stdio(server: Any, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
-    """Serve `server` over this process's stdin/stdout until stdin closes."""
-    _configure_logging()
+async def serve_stdio(
+    server: Any,
+    stdin: BinaryIO | None = None,
+    stdout: BinaryIO | None = None,
+    *,
+    log_level: str | None = None,
+) -> None:
+    """Serve `server` over this process's stdin/stdout until stdin closes.
+
+    Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve.logs`).
+    """
     if stdout is None:
+        from ..logs import configure_logging
+        from ..settings import load_settings
+
+        settings = load_settings(log_level=log_level)
+        configure_logging(settings.log_level)
+        logger.debug("settings: %s", settings.described())
         with _claim_stdout() as protocol:
             await serve_stdio(server, stdin, protocol)
         return
