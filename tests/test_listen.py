@@ -267,6 +267,48 @@ async def test_on_a_stream_transport_cancelled_notification_ends_it_and_shutdown
     assert not any(m.get("id") == 11 for m in messages)  # a cancelled request gets no response
 
 
+async def test_the_end_of_input_ends_listen_streams_without_waiting_out_the_drain() -> None:
+    """stdio at EOF: nobody is left to read a listen stream, so it ends at once while a slow call
+    still gets the drain to answer (before, the server sat out the whole drain for the stream)."""
+    mcp = desk()
+
+    @mcp.tool()
+    async def slow() -> str:
+        await anyio.sleep(0.5)
+        return "done"
+
+    messages: list[dict[str, Any]] = []
+
+    async def sink(message: dict[str, Any]) -> None:
+        messages.append(message)
+
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "_meta": META}}
+    send, receive = anyio.create_memory_object_stream[Any](10)
+    with anyio.fail_after(15):  # far below the 60 s drain
+        await _serve_then_close(mcp, send, receive, sink, call)
+    answered = {m["id"]: m for m in messages if "id" in m}
+    assert answered[2]["result"]["structuredContent"] == {"result": "done"}  # the call had its drain
+    assert 1 not in answered  # the stream was cancelled, not answered: its client is gone
+
+
+async def _serve_then_close(mcp: MCPServer, send: Any, receive: Any, sink: Any, call: Any) -> None:
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": META},
+    }
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: Connection(mcp).serve(receive, sink, drain_seconds=60))
+        await send.send(listen)
+        with anyio.fail_after(5):
+            while mcp.notifications.streams < 1:
+                await anyio.sleep(0.01)
+        await send.send(call)
+        await anyio.sleep(0.05)
+        await send.aclose()  # the end of input
+
+
 async def test_a_handshake_session_is_told_listen_is_not_its_method() -> None:
     from mcp_resolve.transports.memory import connect_in_memory
 

@@ -78,6 +78,7 @@ class Connection:
     _running = 0  # requests started by `receive` and not yet answered
     _initialized_bare = False  # `notifications/initialized` came with no `initialize` before it
     _idle: anyio.Event | None = None  # only while `serve` waits for the last answers
+    _listening: frozenset[int | str] | set[int | str] = frozenset()  # ids of open subscriptions/listen requests
 
     # -- stream transports -----------------------------------------------------------------
     async def serve(
@@ -96,6 +97,7 @@ class Connection:
                     async for raw in incoming:
                         await self.receive(raw, sink, group)
                 self._abandon_questions()
+                self._end_listening()
                 if self._running and drain_seconds > 0:
                     self._idle = anyio.Event()
                     with anyio.move_on_after(drain_seconds):
@@ -162,6 +164,17 @@ class Connection:
             )
             waiter.event.set()
 
+    def _end_listening(self) -> None:
+        """The input ended: `subscriptions/listen` streams, which only a client ends, end with it.
+
+        Nobody is left to read them, and the drain that gives other requests
+        time to answer would otherwise wait its whole length for them.
+        """
+        for request_id in self._listening:
+            scope = self._in_flight.get(request_id)
+            if scope is not None:
+                scope.cancel()
+
     async def _run_request(self, request: IncomingRequest, sink: Sink) -> None:
         try:
             await self.handle_request(request, sink)
@@ -173,10 +186,14 @@ class Connection:
     async def handle_request(self, request: IncomingRequest, sink: Sink) -> None:
         with cancel_scope() as scope:
             self._in_flight[request.id] = scope
+            if request.method == "subscriptions/listen":
+                self._listening = {*self._listening, request.id}
             try:
                 response = await self.respond(request, sink)
             finally:
                 self._in_flight.pop(request.id, None)
+                if self._listening:
+                    self._listening = self._listening - {request.id}
         if scope.cancel_called:
             return  # a cancelled request gets no response
         await sink(response)
