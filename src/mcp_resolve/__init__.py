@@ -12,6 +12,7 @@ from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
+from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
 from .sealing import RequestStateSecurity
@@ -19,6 +20,17 @@ from .server import MCPServer
 
 if TYPE_CHECKING:
     from .client import Client
+    from .extension import (
+        Extension,
+        MethodBinding,
+        ResourceBinding,
+        ToolBinding,
+        require_client_extension,
+    )
+
+_EXTENSION_NAMES = frozenset(
+    {"Extension", "MethodBinding", "ResourceBinding", "ToolBinding", "require_client_extension"}
+)
 
 try:
     __version__ = version("mcp-resolve")
@@ -29,12 +41,15 @@ __all__ = [
     "AcceptedElicitation",
     "AssistantMessage",
     "Audio",
+    "CallNext",
     "CancelledElicitation",
     "Client",
     "Context",
     "DeclinedElicitation",
     "Elicit",
     "ElicitationResult",
+    "Extension",
+    "HandlerResult",
     "Icon",
     "Image",
     "InvalidRequestState",
@@ -44,23 +59,33 @@ __all__ = [
     "MCPServer",
     "MemoryReplayStore",
     "Message",
+    "MethodBinding",
     "ReplayStore",
     "RequestStateSecurity",
     "Resolve",
+    "ResourceBinding",
     "Sample",
+    "ServerMiddleware",
+    "ServerRequestContext",
     "SqliteReplayStore",
+    "ToolBinding",
     "ToolError",
     "UserMessage",
     "__version__",
+    "require_client_extension",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`Client` loads on first use: a server process never needs the client's transports."""
+    """`Client` and the extension API load on first use: most processes need neither."""
     if name == "Client":
         from .client import Client
 
         return Client
+    if name in _EXTENSION_NAMES:
+        from . import extension
+
+        return getattr(extension, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -42,8 +42,10 @@ from .tools import Tool
 
 if TYPE_CHECKING:
     from .auth.tokens import AuthSettings, TokenVerifier
+    from .extension import Extension
     from .protocol.hooks import ServerTelemetry
     from .protocol.listen import Notifications
+    from .protocol.middleware import ServerMiddleware
     from .protocol.session import Connection
     from .stores.bus import SubscriptionBus
     from .stores.events import EventStore
@@ -107,6 +109,8 @@ class MCPServer:
         warn_on_duplicate_resources: bool = True,
         warn_on_duplicate_prompts: bool = True,
         dependencies: Sequence[str] | None = None,
+        extensions: Sequence[Extension] | None = None,
+        middleware: Sequence[ServerMiddleware[Any]] | None = None,
     ) -> None:
         self.name = name or DEFAULT_NAME
         self.title = title
@@ -194,6 +198,15 @@ class MCPServer:
             "tasks/cancel": partial(self._task_method, "tasks/cancel"),
             "subscriptions/listen": self._listen,
         }
+        self.middleware: list[ServerMiddleware[Any]] = list(middleware or ())
+        """Wraps every inbound request and notification, outermost first (`mcp_resolve.ServerMiddleware`).
+        A list: append to it before serving. Empty, it costs a request one check."""
+        self.extension_settings: dict[str, dict[str, Any]] = {}
+        """What `capabilities.extensions` advertises for the `extensions=` given, by identifier."""
+        if extensions:
+            from .extension import apply_extensions
+
+            self.extension_settings = apply_extensions(self, extensions)
 
     # -- registration --------------------------------------------------------------------
     def tool(
@@ -305,6 +318,16 @@ class MCPServer:
 
         return register
 
+    def add_resource(self, resource: Resource | ResourceTemplate) -> None:
+        """Register a `Resource` or `ResourceTemplate` built beforehand (an extension's, say)."""
+        resource.signature.overrides = self.dependency_overrides  # plans rebuild for this server's overrides
+        if isinstance(resource, ResourceTemplate):
+            self._warn_if_duplicate("resource", resource.uri, self._templates)
+            self._templates[resource.uri] = resource
+        else:
+            self._warn_if_duplicate("resource", resource.uri, self._resources)
+            self._resources[resource.uri] = resource
+
     def prompt(
         self,
         name: str | None = None,
@@ -377,6 +400,8 @@ class MCPServer:
             capabilities["completions"] = {}
         if modern and any(tool.task_support for tool in self._tools.values()):
             capabilities["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+        if modern and self.extension_settings:
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), **self.extension_settings}
         return capabilities
 
     def is_single_use(self, method: str, params: dict[str, Any]) -> bool:
@@ -486,6 +511,20 @@ class MCPServer:
         return app
 
     # -- the method table ----------------------------------------------------------------
+    def serves(self, method: str) -> bool:
+        """Whether a request method has a handler here (the built-in ones and any added)."""
+        return method in self._handlers
+
+    def add_method(self, method: str, handler: Handler, *, replace: bool = False) -> None:
+        """Serve a request method of your own: `await handler(params, context)` returns the result dict.
+
+        On both eras and every transport, finished like the built-in methods.
+        A method already served is refused unless `replace=True`.
+        """
+        if method in self._handlers and not replace:
+            raise ValueError(f"method {method!r} is already served")
+        self._handlers[method] = handler
+
     def handler(self, method: str) -> Handler:
         """The era-free handler of `method`, called as `await handler(params, context)`."""
         handler = self._handlers.get(method)
