@@ -14,6 +14,7 @@ from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
 from .principal import authenticated_principal
+from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
 from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
@@ -22,6 +23,17 @@ from .server import MCPServer
 
 if TYPE_CHECKING:
     from .client import Client
+    from .extension import (
+        Extension,
+        MethodBinding,
+        ResourceBinding,
+        ToolBinding,
+        require_client_extension,
+    )
+
+_EXTENSION_NAMES = frozenset(
+    {"Extension", "MethodBinding", "ResourceBinding", "ToolBinding", "require_client_extension"}
+)
 
 try:
     __version__ = version("mcp-resolve")
@@ -34,12 +46,15 @@ __all__ = [
     "AssistantMessage",
     "Audio",
     "CacheHint",
+    "CallNext",
     "CancelledElicitation",
     "Client",
     "Context",
     "DeclinedElicitation",
     "Elicit",
     "ElicitationResult",
+    "Extension",
+    "HandlerResult",
     "Icon",
     "Image",
     "InvalidRequestState",
@@ -49,25 +64,35 @@ __all__ = [
     "MCPServer",
     "MemoryReplayStore",
     "Message",
+    "MethodBinding",
     "ReplayStore",
     "RequestStateSecurity",
     "Resolve",
     "ResourceSecurity",
+    "ResourceBinding",
     "Sample",
+    "ServerMiddleware",
+    "ServerRequestContext",
     "SqliteReplayStore",
+    "ToolBinding",
     "ToolError",
     "UserMessage",
     "__version__",
     "authenticated_principal",
+    "require_client_extension",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """`Client` loads on first use: a server process never needs the client's transports."""
+    """`Client` and the extension API load on first use: most processes need neither."""
     if name == "Client":
         from .client import Client
 
         return Client
+    if name in _EXTENSION_NAMES:
+        from . import extension
+
+        return getattr(extension, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

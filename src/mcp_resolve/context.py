@@ -32,6 +32,7 @@ from .elicitation import (
     outcome_from_answer,
 )
 from .errors import MidCallQuestionUnavailable
+from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
 
@@ -39,7 +40,17 @@ if TYPE_CHECKING:
     from .auth.tokens import AccessToken
     from .resolve.run import Questioner, RunObserver
 
-__all__ = ["LOG_LEVELS", "Context", "RequestScope"]
+__all__ = [
+    "LOG_LEVELS",
+    "CallNext",
+    "Context",
+    "HandlerResult",
+    "RequestScope",
+    "ServerMiddleware",
+    "ServerRequestContext",
+]
+# CallNext, HandlerResult, ServerMiddleware, ServerRequestContext: re-exported where the official SDK
+# keeps them (`mcp.server.context`), so a port changes only the package name.
 
 # Defaults, so a bare `ctx: Context` means Context[Any, Any] and passes `mypy --strict` (no type-arg error).
 LifespanT = TypeVar("LifespanT", default=Any)
@@ -165,6 +176,11 @@ class Context(Generic[LifespanT, RequestT]):
     @property
     def request_id(self) -> Any:
         return self._scope.request_id
+
+    @property
+    def method(self) -> str:
+        """The request's method (`tools/call`, `resources/read`, an extension's own...)."""
+        return self._scope.method
 
     @property
     def protocol_version(self) -> str:

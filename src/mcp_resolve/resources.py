@@ -64,15 +64,16 @@ class _ResourceBase:
         fn: Callable[..., Any],
         *,
         uri: str,
-        name: str | None,
-        title: str | None,
-        description: str | None,
-        mime_type: str | None,
-        annotations: Annotations | dict[str, Any] | None,
-        meta: dict[str, Any] | None,
-        overrides: Overrides,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Annotations | dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        overrides: Overrides | None = None,
         icons: Sequence[Icon | dict[str, Any]] | None = None,
     ) -> None:
+        """Built by `@mcp.resource`, or by hand for `mcp.add_resource` (which binds the server's overrides)."""
         self.fn = fn
         self.uri = uri
         self.name = name or getattr(fn, "__name__", uri)
@@ -84,7 +85,9 @@ class _ResourceBase:
         )
         self.meta = meta
         self.icons = [Icon.model_validate(icon) for icon in icons] if icons else None
-        self.signature = HandlerSignature.analyse(fn, str(self.name), overrides, model_suffix="Arguments")
+        self.signature = HandlerSignature.analyse(
+            fn, str(self.name), Overrides() if overrides is None else overrides, model_suffix="Arguments"
+        )
 
     def _describe(self, uri_key: str) -> dict[str, Any]:
         entry: dict[str, Any] = {uri_key: self.uri, "name": self.name}

@@ -48,8 +48,10 @@ from .tools import Tool
 
 if TYPE_CHECKING:
     from .auth.tokens import AuthSettings, TokenVerifier
+    from .extension import Extension
     from .protocol.hooks import ServerTelemetry
     from .protocol.listen import Notifications
+    from .protocol.middleware import ServerMiddleware
     from .protocol.session import Connection
     from .stores.bus import SubscriptionBus
     from .stores.events import EventStore
@@ -125,6 +127,8 @@ class MCPServer:
         warn_on_duplicate_resources: bool = True,
         warn_on_duplicate_prompts: bool = True,
         dependencies: Sequence[str] | None = None,
+        extensions: Sequence[Extension] | None = None,
+        middleware: Sequence[ServerMiddleware[Any]] | None = None,
     ) -> None:
         """The positional order is the official SDK's (name, title, description, instructions,
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
@@ -236,6 +240,15 @@ class MCPServer:
             self._add_prebuilt_tool(tool)
         for resource in resources or ():
             self.add_resource(resource)
+        self.middleware: list[ServerMiddleware[Any]] = list(middleware or ())
+        """Wraps every inbound request and notification, outermost first (`mcp_resolve.ServerMiddleware`).
+        A list: append to it before serving. Empty, it costs a request one check."""
+        self.extension_settings: dict[str, dict[str, Any]] = {}
+        """What `capabilities.extensions` advertises for the `extensions=` given, by identifier."""
+        if extensions:
+            from .extension import apply_extensions
+
+            self.extension_settings = apply_extensions(self, extensions)
 
     # -- registration --------------------------------------------------------------------
     def tool(
@@ -318,7 +331,7 @@ class MCPServer:
         self._tools[tool.name] = tool
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
-        """Register a resource built beforehand (`Resource.from_function(fn, uri)`), as the official SDK's does."""
+        """Register a resource built beforehand (`Resource.from_function(fn, uri)`, an extension's), as the official SDK's does."""
         if not isinstance(resource, (Resource, ResourceTemplate)):
             raise TypeError(f"expected a Resource (Resource.from_function(fn, uri)), not {resource!r}")
         resource.use_overrides(self.dependency_overrides)
@@ -463,6 +476,8 @@ class MCPServer:
             capabilities["completions"] = {}
         if modern and any(tool.task_support for tool in self._tools.values()):
             capabilities["extensions"] = {"io.modelcontextprotocol/tasks": {}}
+        if modern and self.extension_settings:
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), **self.extension_settings}
         return capabilities
 
     def is_single_use(self, method: str, params: dict[str, Any]) -> bool:
@@ -584,6 +599,20 @@ class MCPServer:
         return app
 
     # -- the method table ----------------------------------------------------------------
+    def serves(self, method: str) -> bool:
+        """Whether a request method has a handler here (the built-in ones and any added)."""
+        return method in self._handlers
+
+    def add_method(self, method: str, handler: Handler, *, replace: bool = False) -> None:
+        """Serve a request method of your own: `await handler(params, context)` returns the result dict.
+
+        On both eras and every transport, finished like the built-in methods.
+        A method already served is refused unless `replace=True`.
+        """
+        if method in self._handlers and not replace:
+            raise ValueError(f"method {method!r} is already served")
+        self._handlers[method] = handler
+
     def handler(self, method: str) -> Handler:
         """The era-free handler of `method`, called as `await handler(params, context)`."""
         handler = self._handlers.get(method)

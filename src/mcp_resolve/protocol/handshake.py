@@ -13,6 +13,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..context import LOG_LEVELS
 from ..errors import INVALID_PARAMS, MCPError, ToolError
 from ..resolve.questions import Question
+from .extension_ids import check_declared_extensions
 
 if TYPE_CHECKING:
     from ..context import SendRequest
@@ -53,6 +54,7 @@ def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeStat
     capabilities = params.get("capabilities", {})
     if not isinstance(capabilities, dict):
         raise MCPError(INVALID_PARAMS, "Invalid params: 'capabilities' must be an object")
+    check_declared_extensions(capabilities)
     client_info = params.get("clientInfo")
     version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
     state = HandshakeState(version, capabilities, client_info if isinstance(client_info, dict) else None)

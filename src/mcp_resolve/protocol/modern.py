@@ -36,7 +36,9 @@ from ..resolve.questions import Question
 from ..resolve.run import PENDING
 from ..resolve.state import StateRecord, question_digest
 from ..sealing import StateBinding, digest_arguments
+from .extension_ids import check_declared_extensions
 from .jsonrpc import IncomingRequest, Sink, failure_message, notifier, result_message
+from .middleware import ClientView, ServerRequestContext, dump_result, run_chain
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
@@ -99,6 +101,8 @@ async def respond(
         return await server.telemetry.observe(
             request, meta, headers, again, modern=True, protocol_version=version
         )
+    if server.middleware:
+        return await _respond_through_middleware(server, request, meta, sink, principal, headers, watch)
     method, params = request.method, request.params
     try:
         _check_envelope(meta)
@@ -127,6 +131,86 @@ async def respond(
         return failure_message(request, exc)
 
 
+async def _respond_through_middleware(
+    server: MCPServer,
+    request: IncomingRequest,
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+    watch: RequestWatch | None,
+) -> dict[str, Any]:
+    """`respond` on a server with middleware: the chain wraps everything between the envelope and the seal.
+
+    The envelope and an echoed `requestState` are checked before the chain
+    (the official SDK's request-state boundary sits outside user middleware
+    too), so a middleware sees plaintext state; an `input_required` result
+    is sealed after it, bound to the request as the client sent it.
+    """
+    method, params = request.method, request.params
+    try:
+        _check_envelope(meta)
+        rounds = method in MULTI_ROUND_METHODS
+        binding: BindingOnce | None = None
+        if rounds and params.get("requestState") is not None:
+            if "inputResponses" in params:
+                _input_responses(params)
+            binding = BindingOnce(server, method, params, principal)
+            params = await open_state(server, method, params, binding, watch)
+        version = meta[PROTOCOL_VERSION_META_KEY]
+        ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
+            method=method,
+            params=params,
+            request_id=request.id,
+            meta=meta,
+            protocol_version=version,
+            lifespan_context=server.lifespan_context,
+            session=ClientView(meta[CLIENT_CAPABILITIES_META_KEY], meta.get(CLIENT_INFO_META_KEY), version),
+            headers=headers,
+            era="modern",
+        )
+
+        async def inner(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+            to = request
+            if ctx.method != method or ctx.params is not params:
+                to = IncomingRequest(
+                    request.id, ctx.method, dict(ctx.params or {}), request.headers, request.access_token
+                )
+            return await _serve(server, to, meta, sink, principal, headers, watch)
+
+        result = dump_result(await run_chain(server.middleware, ctx, inner))
+        if rounds and result.get("resultType") == "input_required":
+            if binding is None:
+                binding = BindingOnce(server, method, params, principal)
+            seal_state(server, binding, result, watch)
+        return result_message(request.id, finish_result(server, method, result))
+    except Exception as exc:
+        return failure_message(request, exc)
+
+
+async def _serve(
+    server: MCPServer,
+    request: IncomingRequest,
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+    watch: RequestWatch | None,
+) -> dict[str, Any]:
+    """The innermost link of the middleware chain: what `respond` does between envelope and seal."""
+    method, params = request.method, request.params
+    if method == "server/discover":
+        return finish_result(server, method, discover(server))
+    if method in REMOVED_METHODS:
+        raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method} is not part of protocol 2026-07-28")
+    handler = server.handler(method)
+    if "inputResponses" in params:
+        _input_responses(params)
+    rounds = method in MULTI_ROUND_METHODS
+    scope = partial(_request_scope, server, request, params, meta, sink, principal, headers, rounds, watch)
+    return finish_result(server, method, await handler(params, Context(scope, watch)))
+
+
 def _check_envelope(meta: dict[str, Any]) -> None:
     """Refuse a request whose `_meta` envelope is unusable: an unsupported version, or a malformed part."""
     version = meta.get(PROTOCOL_VERSION_META_KEY)
@@ -139,10 +223,13 @@ def _check_envelope(meta: dict[str, Any]) -> None:
                 "requested": version if isinstance(version, str) else str(version),
             },
         )
-    if not isinstance(meta.get(CLIENT_CAPABILITIES_META_KEY), dict):
+    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
+    if not isinstance(capabilities, dict):
         raise MCPError(
             INVALID_PARAMS, f"Invalid params: _meta needs an object at {CLIENT_CAPABILITIES_META_KEY!r}"
         )
+    if "extensions" in capabilities:
+        check_declared_extensions(capabilities)
     client_info = meta.get(CLIENT_INFO_META_KEY)
     if client_info is not None and not (
         isinstance(client_info, dict) and isinstance(client_info.get("name"), str)

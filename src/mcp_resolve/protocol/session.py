@@ -35,6 +35,7 @@ from .jsonrpc import (
     notifier,
     result_message,
 )
+from .middleware import ClientView, ServerRequestContext, dump_result, run_chain
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
@@ -78,7 +79,8 @@ class Connection:
     _running = 0  # requests started by `receive` and not yet answered
     _initialized_bare = False  # `notifications/initialized` came with no `initialize` before it
     _idle: anyio.Event | None = None  # only while `serve` waits for the last answers
-    _listening: frozenset[int | str] | set[int | str] = frozenset()  # ids of open subscriptions/listen requests
+    # The ids of open subscriptions/listen requests (a set once there is one).
+    _listening: frozenset[int | str] | set[int | str] = frozenset()
 
     # -- stream transports -----------------------------------------------------------------
     async def serve(
@@ -133,6 +135,58 @@ class Connection:
 
     async def handle_notification(self, notification: IncomingNotification) -> None:
         """Act on a notification; nothing it carries can fail the connection (JSON-RPC answers none)."""
+        if self.server.middleware:
+            await self._notify_through_middleware(notification)
+        else:
+            await self._act_on(notification)
+
+    async def _notify_through_middleware(self, notification: IncomingNotification) -> None:
+        """A notification through the middleware chain (its return ignored, its failure only logged).
+
+        A cancellation takes effect before the chain runs, as in the official
+        SDK: a middleware observes it but cannot stop it.
+        """
+        method = notification.method
+        if method == "notifications/cancelled":
+            await self._act_on(notification)
+
+        async def inner(ctx: ServerRequestContext[Any, Any]) -> None:
+            if ctx.method != "notifications/cancelled":
+                await self._act_on(IncomingNotification(ctx.method, dict(ctx.params or {})))
+
+        try:
+            await run_chain(self.server.middleware, self._context(method, notification.params, None), inner)
+        except Exception:  # nobody to answer: the author reads it in the log
+            logger.exception("middleware failed on the notification %s", method)
+
+    def _context(
+        self, method: str, params: dict[str, Any], request: IncomingRequest | None
+    ) -> ServerRequestContext[Any, Any]:
+        """The middleware's view of one handshake-era message (or a notification on a stream transport)."""
+        meta = params.get("_meta")
+        state = self.handshake
+        if isinstance(meta, dict) and isinstance(meta.get(PROTOCOL_VERSION_META_KEY), str):
+            version, era = meta[PROTOCOL_VERSION_META_KEY], "modern"
+        else:
+            version, era = ("" if state is None else state.protocol_version), "handshake"
+        headers = self.headers if request is None or request.headers is None else request.headers
+        return ServerRequestContext(
+            method=method,
+            params=params,
+            request_id=None if request is None else request.id,
+            meta=meta if isinstance(meta, dict) else None,
+            protocol_version=version,
+            lifespan_context=self.server.lifespan_context,
+            session=ClientView(
+                None if state is None else state.client_capabilities,
+                None if state is None else state.client_info,
+                version,
+            ),
+            headers=headers,
+            era=era,
+        )
+
+    async def _act_on(self, notification: IncomingNotification) -> None:
         method, params = notification.method, notification.params
         if method == "notifications/initialized":
             if self.handshake is not None:
@@ -222,8 +276,45 @@ class Connection:
                 modern=False,
                 protocol_version=version,
             )
+        if self.server.middleware:
+            return await self._respond_through_middleware(request, sink, watch)
         try:
             return result_message(request.id, await self._dispatch(request, meta, sink, watch))
+        except Exception as exc:
+            return failure_message(request, exc)
+
+    async def _respond_through_middleware(
+        self, request: IncomingRequest, sink: Sink, watch: RequestWatch | None
+    ) -> dict[str, Any]:
+        """`respond` on a server with middleware: the chain wraps all of `_dispatch`, `initialize` included.
+
+        An `initialize` commits the session only once the whole chain has
+        succeeded, so a middleware that refuses after `call_next` leaves no
+        session behind. A middleware that answers `initialize` itself still
+        opens the session the client asked for.
+        """
+        settled: list[handshake.HandshakeState] = []
+
+        async def inner(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+            params = ctx.params if isinstance(ctx.params, dict) else dict(ctx.params or {})
+            if ctx.method == "initialize":
+                state, result = handshake.initialize(self.server, params)
+                settled.append(state)
+                return result
+            to = request
+            if ctx.method != request.method or params is not request.params:
+                to = IncomingRequest(request.id, ctx.method, params, request.headers, request.access_token)
+            return await self._dispatch(to, to.params.get("_meta"), sink, watch)
+
+        try:
+            ctx = self._context(request.method, request.params, request)
+            result = dump_result(await run_chain(self.server.middleware, ctx, inner))
+            if request.method == "initialize":
+                self.handshake = (
+                    settled[-1] if settled else handshake.initialize(self.server, request.params)[0]
+                )
+                self.server.connections.add(self)
+            return result_message(request.id, handshake.finish_result(result))
         except Exception as exc:
             return failure_message(request, exc)
 
