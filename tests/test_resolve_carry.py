@@ -37,6 +37,7 @@ from mcp_resolve.resolve.state import StateRecord
 from mcp_resolve.transports.memory import connect_in_memory
 from servers.carry_desk import Quote, build
 from servers.state_server import HmacCodec
+from tasks_helpers import Raw, accept
 
 pytestmark = pytest.mark.anyio
 
@@ -508,3 +509,19 @@ def test_check_and_graph_say_what_is_carried() -> None:
     assert "carried" not in lines["ask_scope"]
     assert "carried" not in graph_text([mcp._tools["refund_fresh"]])
     assert "price_lookup<br/>carried across rounds as Quote" in graph_mermaid([mcp._tools["refund"]])
+
+
+async def test_a_task_carries_its_value_between_rounds_in_the_task_record(tmp_path: Path) -> None:
+    """A task's rounds carry through the plaintext record the task store keeps (never sent to the client)."""
+    log = tmp_path / "events"
+    mcp = build(str(log))
+    mcp.add_tool(mcp._tools["refund"].fn, name="refund_task", task_support="required")
+    async with Client(mcp, mode="2026-07-28") as client:
+        raw = Raw(client)
+        task = await raw.call("refund_task", ARGUMENTS)
+        for content in ({"full": True}, {"restock": True}):
+            asked = await raw.until(task["taskId"], "input_required")
+            await raw.update(task["taskId"], {key: accept(**content) for key in asked["inputRequests"]})
+        done = await raw.until(task["taskId"], "completed")
+    assert done["result"]["structuredContent"] == RECEIPT
+    assert events(log) == CARRIED_2026
