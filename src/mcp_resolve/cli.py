@@ -120,8 +120,11 @@ def check(server: MCPServer) -> str:
     """Re-run registration analysis (with any dependency_overrides applied) and summarise the server."""
     components = server.components()
     resolvers: set[Any] = set()
+    carried: set[Any] = set()
     for component in components:
-        resolvers.update(component.signature.plans())
+        plans = component.signature.plans()
+        resolvers.update(plans)
+        carried.update(key for key, plan in plans.items() if plan.carry is not None)
 
     def count(kind: type, noun: str) -> str:
         n = sum(isinstance(c, kind) for c in components)
@@ -136,7 +139,8 @@ def check(server: MCPServer) -> str:
             (ResourceTemplate, "template"),
         )
     )
-    return f"OK {server.name}: {kinds}, {len(resolvers)} resolver{'' if len(resolvers) == 1 else 's'}"
+    summary = f"OK {server.name}: {kinds}, {len(resolvers)} resolver{'' if len(resolvers) == 1 else 's'}"
+    return f"{summary} ({len(carried)} carried across rounds)" if carried else summary
 
 
 # -- graph -----------------------------------------------------------------------------------
@@ -178,6 +182,11 @@ def question_of(fn: Callable[..., Any]) -> str | None:
         if marker is ListRoots:
             return "asks for the client's roots: ListRoots"
     return None
+
+
+def _carried_note(plan: ResolverPlan) -> str | None:
+    """How `graph` marks a `Resolve(fn, carry=True)` resolver: its value rides requestState, as this type."""
+    return None if plan.carry is None else f"carried across rounds as {plan.carry.name}"
 
 
 Node = tuple[str, Any]
@@ -234,8 +243,8 @@ def graph_text(components: Sequence[Component]) -> str:
         for plan in sorted(plans.values(), key=lambda p: p.order):
             params = [*plan.argument_params, *plan.context_params, *(d[0] for d in plan.dependency_params)]
             head = f"{names[plan.key]}({', '.join(params)})"
-            question = question_of(plan.fn)
-            out.append(f"    {head:<40} {question}" if question else f"    {head}")
+            notes = "; ".join(note for note in (question_of(plan.fn), _carried_note(plan)) if note)
+            out.append(f"    {head:<40} {notes}" if notes else f"    {head}")
         out.append("  edges:")
         out.extend(
             f"    {_node_name(source, names, component)} -> {_node_name(target, names, component)}.{param}"
@@ -258,10 +267,11 @@ def graph_mermaid(components: Sequence[Component]) -> str:
         for plan in sorted(plans.values(), key=lambda p: p.order):
             node = ids[("resolver", plan.key)] = f"{prefix}_r{plan.order}"
             question = question_of(plan.fn)
+            label = names[plan.key] + (f"<br/>{_carried_note(plan)}" if plan.carry is not None else "")
             if question:
-                out.append(f'    {node}{{{{"{names[plan.key]}<br/>{question}"}}}}')
+                out.append(f'    {node}{{{{"{label}<br/>{question}"}}}}')
             else:
-                out.append(f'    {node}["{names[plan.key]}"]')
+                out.append(f'    {node}["{label}"]')
         edges = _edges(component, plans)
         for source, _target, _param in edges:
             if source not in ids:

@@ -547,8 +547,11 @@ class _WatchedQuestioner:
             span.end()
             self._telemetry.questions.add(1, {QUESTION_KIND: kind, QUESTION_OUTCOME: outcome})
 
-    def input_required(self, pending: dict[str, Question]) -> Any:
-        return self._inner.input_required(pending)
+    def input_required(self, pending: dict[str, Question], carried: Mapping[str, Any] | None = None) -> Any:
+        return self._inner.input_required(pending, carried)
+
+    def carried(self) -> Mapping[str, Any]:
+        return self._inner.carried()
 
     def _answered_earlier(self, wire_key: str, question: Question) -> bool:
         """Whether the 2026-07-28 questioner will answer from its requestState record (as it does when the

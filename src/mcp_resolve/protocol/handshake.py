@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -130,5 +131,11 @@ class LiveQuestioner:
                     f"the client could not answer {question['method']} for resolver {wire_key}: {exc.message}"
                 ) from None
 
-    def input_required(self, pending: dict[str, Question]) -> Any:  # pragma: no cover - never pending here
+    def input_required(
+        self, pending: dict[str, Question], carried: Mapping[str, Any] | None = None
+    ) -> Any:  # pragma: no cover - never pending here
         raise RuntimeError("handshake-era questions are answered mid-call")
+
+    def carried(self) -> Mapping[str, Any]:
+        """Nothing: a handshake-era call is one request, so `carry=True` has no later round to serve."""
+        return {}

@@ -469,9 +469,16 @@ class BatchQuestioner:
         self.open[wire_key] = digest
         return PENDING
 
-    def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
+    def carried(self) -> Mapping[str, Any]:
+        """What `Resolve(fn, carry=True)` resolvers gave in earlier rounds: only ever from a state this
+        server sealed (a first round has none, and a client cannot write one)."""
+        return self.record.carried
+
+    def input_required(
+        self, pending: dict[str, Question], carried: Mapping[str, Any] | None = None
+    ) -> InputRequiredResult:
         asked = {key: self.open.get(key) or question_digest(question) for key, question in pending.items()}
-        record = StateRecord(asked=asked, answers=self.used)
+        record = StateRecord(asked=asked, answers=self.used, carried=dict(carried) if carried else {})
         return InputRequiredResult.model_validate(
             {"inputRequests": pending, "requestState": record.encode().decode()}
         )

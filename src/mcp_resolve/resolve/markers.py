@@ -24,17 +24,30 @@ class Resolve:
     `param: T = Resolve(fn)` (the FastAPI `= Depends(fn)` habit) means the
     same and is analysed the same way, so neither spelling ever leaves the
     parameter in the input schema or lets a client set it.
+
+    `carry=True` keeps the resolver to one run per call on 2026-07-28, where
+    a call that asks questions takes several rounds and each round is a
+    request that would run it again: the value it gave in the round that
+    computed it rides the sealed `requestState` (as JSON of its return
+    annotation) and later rounds restore it instead of running it. Every
+    `Resolve` of one resolver in a handler must agree on `carry`, since a
+    resolver has one value per call; on the handshake era (one request per
+    call) it changes nothing.
     """
 
-    __slots__ = ("fn",)
+    __slots__ = ("carry", "fn")
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], *, carry: bool = False) -> None:
         if not callable(fn):
             raise TypeError(f"Resolve() needs a callable, got {fn!r}")
+        if not isinstance(carry, bool):
+            raise TypeError(f"Resolve(carry=...) takes True or False, got {carry!r}")
         self.fn = fn
+        self.carry = carry
 
     def __repr__(self) -> str:
-        return f"Resolve({getattr(self.fn, '__qualname__', self.fn)!r})"
+        name = getattr(self.fn, "__qualname__", self.fn)
+        return f"Resolve({name!r}, carry=True)" if self.carry else f"Resolve({name!r})"
 
 
 class Elicit(Generic[T]):

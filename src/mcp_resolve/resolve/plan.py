@@ -23,6 +23,7 @@ from pydantic.fields import FieldInfo
 
 from ..elicitation import form_schema, is_elicitation_result_type
 from ..errors import InvalidSignature
+from .carry import CarriedType, carried_type
 from .markers import Elicit, ListRoots, Resolve, Sample
 
 __all__ = [
@@ -63,6 +64,8 @@ class ResolverPlan:
     argument_params: tuple[str, ...]
     dependency_params: tuple[tuple[str, Hashable, bool], ...]
     """(parameter, dependency key, wants the full ElicitationResult)."""
+    carry: CarriedType | None = None
+    """How its value rides to later 2026-07-28 rounds, when written `Resolve(fn, carry=True)`; else None."""
 
 
 def callable_name(fn: Callable[..., Any]) -> str:
@@ -190,7 +193,7 @@ def _nested_marker(value: Any, depth: int = 0) -> Any:
 
 def _describe_marker(marker: Any) -> str:
     if isinstance(marker, Resolve):
-        return f"Resolve({callable_name(marker.fn)})"
+        return f"Resolve({callable_name(marker.fn)}{', carry=True' if marker.carry else ''})"
     if isinstance(marker, _QUESTION_MARKERS):
         return f"{type(marker).__name__}(...)"
     return getattr(marker, "__name__", None) or repr(marker)
@@ -253,7 +256,11 @@ def parameter_resolver(
                 f"runs and it is a plain value a client could replace; write `{name}: T = Resolve(fn)` or "
                 "Annotated[T, Resolve(fn)]"
             )
-    if annotated and from_default is not None and annotated[0].fn != from_default.fn:
+    if (
+        annotated
+        and from_default is not None
+        and (annotated[0].fn != from_default.fn or annotated[0].carry != from_default.carry)
+    ):
         raise InvalidSignature(
             f"{where}: parameter {name!r} names two resolvers, {_describe_marker(annotated[0])} in its "
             f"annotation and {_describe_marker(from_default)} as its default; keep one"
@@ -407,6 +414,25 @@ def _kind_of(fn: Callable[..., Any]) -> ResolverKind:
     return "sync"
 
 
+def _carried_type(original: Callable[..., Any], where: str) -> CarriedType:
+    """How a `carry=True` resolver's value is carried: read from the resolver as written in `Resolve(...)`.
+
+    The written resolver's annotation is the contract (a `dependency_overrides`
+    stand-in, often a bare lambda in a test, gives a value of the same type).
+    A resolver that asks a question itself is refused: its answer already
+    rides `requestState`, pinned to the question; what is worth carrying is
+    the resolver that computes from the answer.
+    """
+    hints = _type_hints(original)
+    if any((get_origin(arm) or arm) in _QUESTION_MARKERS for arm in _arms(hints.get("return"))):
+        raise InvalidSignature(
+            f"{where}: carry=True is for resolvers that compute a value; this one may ask a question "
+            "(Elicit, Sample or ListRoots), whose answer already rides requestState: carry the resolver "
+            "that uses the answer instead"
+        )
+    return carried_type(hints, _kind_of(original), where)
+
+
 def build_resolver_plans(
     resolved_params: ResolvedParameters,
     tool_arg_names: set[str],
@@ -423,15 +449,26 @@ def build_resolver_plans(
             parameter cannot be classified (not a Context, not a Resolve(...),
             not a tool argument by name), or its return annotation has more
             than one question arm or an `Elicit[Model]` whose model cannot
-            be an elicitation form.
+            be an elicitation form; for `carry=True`, if the markers of one
+            resolver disagree on it or its value cannot be carried (see
+            `carry.carried_type`).
     """
     overrides = overrides or {}
     plans: dict[Hashable, ResolverPlan] = {}
     visiting: list[Hashable] = []
     wire_keys_seen: dict[str, int] = {}
+    first_consumer: dict[Hashable, tuple[str, bool]] = {}
 
     def visit(marker: Resolve, path: list[str], consumer: str) -> Hashable:
         key: Hashable = marker.fn
+        seen = first_consumer.setdefault(key, (consumer, marker.carry))
+        if seen[1] != marker.carry:
+            carried, plain = (seen[0], consumer) if seen[1] else (consumer, seen[0])
+            raise InvalidSignature(
+                f"Resolve({callable_name(marker.fn)}) has carry=True filling {carried} but not filling "
+                f"{plain}; a resolver has one value per call, so mark every Resolve of it alike (one alias, "
+                "`X = Annotated[T, Resolve(fn, carry=True)]`, keeps them together)"
+            )
         if key in plans:
             return key
         fn = overrides.get(key, marker.fn)
@@ -454,8 +491,10 @@ def build_resolver_plans(
             annotation = hints.get(param_name)
             dependency = parameter_resolver(where, param, annotation)
             if dependency is not None:
-                marker, wants_union = dependency
-                dependency_key = visit(marker, [*path, name], f"parameter {param_name!r} of {name}")
+                dependency_marker, wants_union = dependency
+                dependency_key = visit(
+                    dependency_marker, [*path, name], f"parameter {param_name!r} of {name}"
+                )
                 dependency_params.append((param_name, dependency_key, wants_union))
             elif annotation is not None and is_context_annotation(annotation):
                 context_params.append(param_name)
@@ -480,6 +519,7 @@ def build_resolver_plans(
             context_params=tuple(context_params),
             argument_params=tuple(argument_params),
             dependency_params=tuple(dependency_params),
+            carry=_carried_type(marker.fn, where) if marker.carry else None,
         )
         return key
 

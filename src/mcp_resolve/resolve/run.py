@@ -24,6 +24,12 @@ protocol layer builds for the request and the caller hands to the run: the hands
 then asks the questioner to turn the open questions into an
 `InputRequiredResult`.
 
+A resolver written `Resolve(fn, carry=True)` makes its handler's plan a
+carrying one (`CallPlan.carried`); only such a run reads the values earlier
+rounds carried, leaves out the resolvers they replace, and hands the
+questioner the values to carry on (`carry.py`). A plan without one takes the
+paths above untouched: the test is one attribute, once per call.
+
 Telemetry reaches the engine the same way: the protocol layer may hand a run
 a `RunObserver`, which the engine tells about each resolver it runs and knows
 nothing more of (no telemetry library is imported here). A run without one is
@@ -44,6 +50,7 @@ from mcp_types import InputRequiredResult
 from ..concurrency import cancel_scope, open_task_set
 from ..elicitation import ACCEPTED_ANY, AcceptedElicitation, CancelledElicitation, DeclinedElicitation
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
+from .carry import carry_values, restore_values
 from .markers import Elicit, ListRoots, Sample
 from .plan import ResolvedParameters, ResolverPlan
 from .questions import (
@@ -84,8 +91,17 @@ class Questioner(Protocol):
         """Return the client's raw answer, or PENDING when it must be asked in a later round."""
         ...
 
-    def input_required(self, pending: dict[str, Question]) -> InputRequiredResult:
-        """Build the round's result from the questions still open."""
+    def input_required(
+        self, pending: dict[str, Question], carried: Mapping[str, Any] | None = None
+    ) -> InputRequiredResult:
+        """Build the round's result from the questions still open and the values carried to the next round."""
+        ...
+
+    def carried(self) -> Mapping[str, Any]:
+        """The values earlier rounds of this call carried (JSON by resolver key).
+
+        Empty on a first round, and always on an era whose call is one request.
+        """
         ...
 
 
@@ -149,6 +165,8 @@ class CallPlan:
     straight: bool
     """Each resolver depends on the one before it: no two can ever run at once, so a run needs no
     concurrency bookkeeping until something other than a plain value turns up."""
+    carried: tuple[ResolverPlan, ...] = ()
+    """The resolvers written `Resolve(fn, carry=True)`, in plan order; empty for almost every handler."""
 
 
 def plan_call(resolved_params: ResolvedParameters, plans: Mapping[Hashable, ResolverPlan]) -> CallPlan:
@@ -157,7 +175,29 @@ def plan_call(resolved_params: ResolvedParameters, plans: Mapping[Hashable, Reso
         steps,
         has_generators=any(plan.kind in ("generator", "async_generator") for plan in plans.values()),
         straight=_is_straight(steps),
+        carried=tuple(sorted((p for p in plans.values() if p.carry is not None), key=lambda p: p.order)),
     )
+
+
+def _without(
+    call: CallPlan, restored: Mapping[Hashable, Any], plans: Mapping[Hashable, ResolverPlan]
+) -> CallPlan:
+    """The plan left once `restored` resolvers have their values: they do not run, nor do the
+    resolvers only they needed (one a running resolver or a tool parameter still needs does)."""
+    needed: set[Hashable] = set()
+
+    def need(key: Hashable) -> None:
+        if key in needed or key in restored:
+            return
+        needed.add(key)
+        for _param, dep, _wants in plans[key].dependency_params:
+            need(dep)
+
+    for step in call.steps:
+        if isinstance(step, _Unwrap):
+            need(step.key)
+    steps = [step for step in call.steps if isinstance(step, _Unwrap) or step.key in needed]
+    return CallPlan(steps, call.has_generators, _is_straight(steps), call.carried)
 
 
 def _is_straight(steps: list[_Step]) -> bool:
@@ -240,10 +280,31 @@ class _CallRun:
             if not self.pending:
                 raise error
         if self.pending:
-            assert self.questioner is not None
+            questioner = self.questioner
+            assert questioner is not None
             ordered = sorted(self.pending.items(), key=lambda item: self.plans[item[0]].order)
-            return self.questioner.input_required(dict(pending for _key, pending in ordered))
+            pending = dict(pending for _key, pending in ordered)
+            if call.carried:
+                return questioner.input_required(pending, carry_values(call.carried, self.outcomes))
+            return questioner.input_required(pending)
         return self.injected
+
+    def restore(self, call: CallPlan) -> CallPlan:
+        """Take the values earlier rounds carried as outcomes; the plan of what is left to run.
+
+        Only for a carrying plan. A value restored here makes its resolver a
+        finished one before anything starts, so every consumer reads it as if
+        the resolver had just returned it.
+        """
+        questioner = self.questioner
+        stored = None if questioner is None else questioner.carried()
+        if not stored:
+            return call
+        restored = restore_values(call.carried, stored)
+        if not restored:
+            return call
+        self.outcomes.update(restored)
+        return _without(call, restored, self.plans)
 
     async def _run_straight(self, steps: list[_Step]) -> int:
         """Take the steps in order while every resolver gives a value; where the general run takes over.
@@ -550,8 +611,12 @@ async def run_steps(
     must have one; `observer`, when the server is instrumented, hears of
     each resolver run.
     """
+    run: _CallRun
     if observer is None:
-        return await _CallRun(plans, tool_args, context, questioner, exit_stack).execute(call)
-    run = _ObservedRun(plans, tool_args, context, questioner, exit_stack)
-    run.observer = observer
-    return await run.execute(call)
+        if not call.carried:
+            return await _CallRun(plans, tool_args, context, questioner, exit_stack).execute(call)
+        run = _CallRun(plans, tool_args, context, questioner, exit_stack)
+    else:
+        run = _ObservedRun(plans, tool_args, context, questioner, exit_stack)
+        run.observer = observer
+    return await run.execute(run.restore(call) if call.carried else call)

@@ -1,7 +1,8 @@
 """The plaintext request-state record that rides between 2026-07-28 rounds.
 
-It holds only what was asked: for each question key, the digest of the exact
-rendered question and, once answered, the answer. Sealing happens elsewhere;
+It holds what was asked: for each question key, the digest of the exact
+rendered question and, once answered, the answer; and, only when a resolver
+is written `Resolve(fn, carry=True)`, the JSON of its value (`carry.py`). Sealing happens elsewhere;
 this module only encodes and decodes, and treats anything it cannot read as
 "no progress yet" so a mangled record costs a re-ask, never a crash.
 """
@@ -35,21 +36,21 @@ def _sorted(value: Any) -> Any:
 
 @dataclass
 class StateRecord:
-    """Questions asked (key -> digest) and answers accepted (key -> (digest, answer))."""
+    """Questions asked (key -> digest), answers accepted (key -> (digest, answer)), carried values (key -> JSON)."""
 
     asked: dict[str, str] = field(default_factory=dict)
     answers: dict[str, tuple[str, Any]] = field(default_factory=dict)
+    carried: dict[str, Any] = field(default_factory=dict)
 
     def encode(self) -> bytes:
-        return pydantic_core.to_json(
-            {
-                "v": STATE_VERSION,
-                "asked": self.asked,
-                "answers": {
-                    key: {"d": digest, "r": answer} for key, (digest, answer) in self.answers.items()
-                },
-            }
-        )
+        record: dict[str, Any] = {
+            "v": STATE_VERSION,
+            "asked": self.asked,
+            "answers": {key: {"d": digest, "r": answer} for key, (digest, answer) in self.answers.items()},
+        }
+        if self.carried:  # absent unless something carries: a record without is byte for byte as before
+            record["carried"] = self.carried
+        return pydantic_core.to_json(record)
 
     @classmethod
     def decode(cls, data: bytes | None) -> StateRecord:
@@ -70,4 +71,7 @@ class StateRecord:
             for key, entry in answers.items():
                 if isinstance(entry, dict) and isinstance(entry.get("d"), str) and "r" in entry:
                     record.answers[key] = (entry["d"], entry["r"])
+        carried = raw.get("carried")
+        if isinstance(carried, dict):
+            record.carried = carried
         return record
