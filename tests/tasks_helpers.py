@@ -30,19 +30,34 @@ class Raw:
         self.caps = ALL_CAPS if caps is None else caps
 
     async def __call__(
-        self, method: str, params: dict[str, Any], *, caps: dict[str, Any] | None = None
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        caps: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> Any:
-        meta = {CLIENT_CAPABILITIES_META_KEY: self.caps if caps is None else caps}
-        return await self.client.request(method, {**params, "_meta": meta})
+        """`method` with `params`; `meta`: more `_meta` keys beside the declared capabilities."""
+        sent = {**(meta or {}), CLIENT_CAPABILITIES_META_KEY: self.caps if caps is None else caps}
+        return await self.client.request(method, {**params, "_meta": sent})
 
-    async def call(self, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> Any:
-        return await self("tools/call", {"name": name, "arguments": arguments or {}, **params})
+    async def call(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        caps: dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+        **params: Any,
+    ) -> Any:
+        call = {"name": name, "arguments": arguments or {}, **params}
+        return await self("tools/call", call, caps=caps, meta=meta)
 
     async def get(self, task_id: str) -> Any:
         return await self("tasks/get", {"taskId": task_id})
 
-    async def update(self, task_id: str, responses: Any) -> Any:
-        return await self("tasks/update", {"taskId": task_id, "inputResponses": responses})
+    async def update(self, task_id: str, responses: Any, *, meta: dict[str, Any] | None = None) -> Any:
+        return await self("tasks/update", {"taskId": task_id, "inputResponses": responses}, meta=meta)
 
     async def cancel(self, task_id: str) -> Any:
         return await self("tasks/cancel", {"taskId": task_id})

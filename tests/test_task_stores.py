@@ -8,6 +8,7 @@ workers of a host).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,6 +53,9 @@ def test_both_stores_are_task_stores() -> None:
 async def test_a_record_comes_back_as_it_went_in_and_as_a_copy(store: TaskStore) -> None:
     original = record()
     original.pending = {"k": {"key": "k", "question": {"method": "roots/list", "params": {}}}}
+    original.meta = {"com.example/tenant": "acme", "progressToken": 7, "baggage": "a=1", "ünï": ["\u2028"]}
+    original.trace = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    original.rounds = 2
     assert await store.create(original, max_live=None, now=1000.0)
     got = await store.get("t1")
     assert got == original
@@ -142,6 +146,49 @@ async def test_sqlite_keeps_records_across_a_reopen_and_between_handles(tmp_path
     kept = await reopened.get("t1")
     assert kept is not None and kept.status == "input_required" and kept.arguments == {"n": 1}
     reopened.close()
+
+
+OLD_RECORD = (
+    '{"task_id":"t1","principal":null,"tool":"slow","arguments":{"n":1},'
+    '"client":{"protocolVersion":"2026-07-28","capabilities":{},"info":null},'
+    '"created_at":1000.0,"updated_at":1000.0,"expires_at":2000.0,"poll_interval_ms":100,'
+    '"status":"input_required","status_message":"Waiting","result":null,"error":null,"state":null,'
+    '"pending":{},"answers":{},"issued":[],"owner":null,"lease_until":null,"cancel_requested":false,'
+    '"version":0}'
+)
+"""A record as the code before `meta`, `trace` and `rounds` wrote it (mcp-resolve at commit 500ec2f)."""
+
+
+async def write_raw(store: TaskStore, task_id: str, data: str) -> None:
+    """Put `data` as the stored JSON of an existing record, behind the store's back (an older writer's)."""
+    if isinstance(store, MemoryTaskStore):
+        store._records[task_id] = (*store._records[task_id][:4], data)
+    elif isinstance(store, SqliteTaskStore):
+        with sqlite3.connect(store.path) as conn:
+            conn.execute("UPDATE mcp_resolve_tasks SET data = ? WHERE task_id = ?", (data, task_id))
+    else:
+        from mcp_resolve.stores.redis_tasks import RedisTaskStore
+
+        assert isinstance(store, RedisTaskStore)
+        key = store._keys(task_id, None)[0]
+        await store.redis.call("test", lambda r: r.hset(key, "json", data))
+
+
+async def test_a_record_written_before_meta_was_kept_still_loads(store: TaskStore) -> None:
+    await store.create(record(), max_live=None, now=1000.0)
+    await write_raw(store, "t1", OLD_RECORD)
+    old = await store.get("t1")
+    assert old is not None
+    assert (old.status, old.status_message, old.arguments) == ("input_required", "Waiting", {"n": 1})
+    assert old.meta == {} and old.trace is None and old.rounds == 0  # unknown, never a guess
+    assert old.round_meta() == {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    old.status = "working"
+    assert await store.replace(old)  # and is written back in the new shape
+    again = await store.get("t1")
+    assert again is not None and again.status == "working" and again.meta == {}
 
 
 def test_sqlite_needs_a_file() -> None:

@@ -20,6 +20,7 @@ from redis_helpers import RedisServer
 from test_task_stores import (  # noqa: F401 (collected here, with this module's store fixture)
     record,
     test_a_record_comes_back_as_it_went_in_and_as_a_copy,
+    test_a_record_written_before_meta_was_kept_still_loads,
     test_concurrent_writers_never_lose_an_update,
     test_create_bounds_the_live_tasks_of_one_principal,
     test_purge_deletes_only_what_expired,

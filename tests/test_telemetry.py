@@ -636,7 +636,7 @@ class Ok(BaseModel):
 async def confirm(n: int) -> Elicit[Ok]:
     return Elicit(f"ok {n}?", Ok)
 
-@mcp.tool()
+@mcp.tool(task_support="optional")
 async def act(n: int, confirmed: Annotated[Ok, Resolve(confirm)]) -> int:
     return n if confirmed.ok else 0
 
@@ -647,6 +647,9 @@ async def main():
     for mode in ("2026-07-28", "legacy"):
         async with Client(mcp, mode=mode, elicitation_handler=yes) as client:
             assert (await client.call_tool("act", {"n": 3})).structured_content == {"result": 3}
+    async with Client(mcp, mode="2026-07-28", elicitation_handler=yes) as client:  # a task's rounds too
+        handle = await client.call_tool_task("act", {"n": 4})
+        assert (await handle.result()).structured_content == {"result": 4}
 
 anyio.run(main)
 """

@@ -27,6 +27,12 @@ What is recorded, and why it is shaped so (docs/observability.md has the list):
 * The rounds of one 2026-07-28 call are tied together: the first round's span
   context and the round number ride in the sealed requestState (`carry`), so
   each later round's span links to the first and knows its number.
+* A task's rounds run in the background, after the request that started them
+  was answered: each gets an INTERNAL `execute_tool {tool}` span, a child of
+  the creating `tools/call` span (its W3C context is kept on the task record,
+  written from our own span, never copied from the client), linked to the
+  `tasks/update` that started it, with the round's resolvers and questions
+  under it as under a direct call's request span.
 * Argument values, answers, error messages and exception texts are never
   recorded: they carry what the person typed or what a tool was called with.
   `record_arguments` opts named tools in to `gen_ai.tool.call.arguments`.
@@ -54,6 +60,7 @@ try:
     from opentelemetry import context as otel_context
     from opentelemetry import metrics, propagate, trace
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 except ImportError as exc:  # pragma: no cover - exercised by the import test in a subprocess
     raise ImportError(
         f"{exc}; mcp_resolve.telemetry needs OpenTelemetry: pip install 'mcp-resolve[otel]'"
@@ -68,12 +75,13 @@ from .resolve.state import question_digest
 if TYPE_CHECKING:
     from opentelemetry.context import Context as OtelContext
     from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
+    from opentelemetry.propagators.textmap import TextMapPropagator
     from opentelemetry.trace import Span, TracerProvider
 
     from .protocol.hooks import RequestWatch
     from .protocol.jsonrpc import IncomingRequest
     from .resolve.questions import Question
-    from .resolve.run import Questioner
+    from .resolve.run import Questioner, RunObserver
     from .server import MCPServer
 
 __all__ = [
@@ -116,6 +124,7 @@ QUESTION_KIND = "mcp_resolve.question.kind"
 QUESTION_KEY = "mcp_resolve.question.key"
 QUESTION_OUTCOME = "mcp_resolve.question.outcome"
 REJECTION_REASON = "mcp_resolve.rejection.reason"
+TASK_ID = "mcp_resolve.task.id"
 
 _OTHER = "_OTHER"
 _PROTOCOL_METHODS = frozenset(
@@ -145,6 +154,11 @@ A version-00 `traceparent` is 55 characters; W3C asks platforms to propagate
 at least 512 of `tracestate` and 8192 bytes of `baggage`. Anything longer, or
 not a string, is dropped before a propagator sees it.
 """
+_W3C = TraceContextTextMapPropagator()
+"""What a task record keeps its creating span in: W3C, whatever propagators the process configured,
+so a worker with other settings still reads it."""
+_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+_MAX_TASK_ID = 128
 _CARRY = re.compile(r"(?:([0-9a-f]{32})([0-9a-f]{16})([0-9a-f]{2})|-)/([0-9]{1,4})")
 _MAX_ID, _MAX_NAME, _MAX_URI, _MAX_ARGUMENTS = 128, 128, 256, 4096
 
@@ -310,6 +324,10 @@ class Telemetry:
             uri = params.get("uri")
             if isinstance(uri, str):
                 attributes[RESOURCE_URI] = _clip(uri, _MAX_URI)  # on the span only: unbounded cardinality
+        elif method in _TASK_METHODS:
+            task_id = _task_digest(params.get("taskId"))
+            if task_id is not None:
+                attributes[TASK_ID] = task_id
         if isinstance(protocol_version, str):
             if protocol_version in _KNOWN_VERSIONS:
                 attributes[PROTOCOL_VERSION] = measured[PROTOCOL_VERSION] = protocol_version
@@ -350,6 +368,86 @@ class Telemetry:
             return None
         measured[attribute] = name
         return name
+
+    # -- a task's background round -------------------------------------------------------------
+    async def observe_task_round(
+        self,
+        *,
+        tool: str,
+        task_id: str,
+        round_number: int,
+        trace_context: Mapping[str, str] | None,
+        trigger: RunObserver | None,
+        run: Callable[[RequestWatch], Awaitable[tuple[str, Any]]],
+    ) -> tuple[str, Any]:
+        """Run one round of a task through `run` inside its span, then record how it went."""
+        try:
+            watch = self._start_round(tool, task_id, round_number, trace_context, trigger)
+        except Exception:  # telemetry must never cost a task its round
+            logger.exception("could not start the span of a round of %s; running it unobserved", tool)
+            return await run(_UNOBSERVED)
+        token = otel_context.attach(watch.context)
+        outcome: tuple[str, Any] | None = None
+        try:
+            outcome = await run(watch)
+            return outcome
+        finally:
+            otel_context.detach(token)
+            try:
+                watch.finish_round(outcome)
+            except Exception:
+                logger.exception("could not finish the span of a round of %s", tool)
+
+    def _start_round(
+        self,
+        tool: str,
+        task_id: str,
+        round_number: int,
+        trace_context: Mapping[str, str] | None,
+        trigger: RunObserver | None,
+    ) -> _RoundWatch:
+        """The round's span: a child of the creating request's span (a root when the record has none).
+
+        The parent is always explicit: the round's task was spawned by a
+        request and inherited that request's current span, which is the
+        parent only when it is the creating request itself.
+        """
+        parent = _extract(trace_context, _W3C) if isinstance(trace_context, Mapping) else None
+        if parent is None:
+            parent = otel_context.Context()  # created before the server was instrumented: a trace of its own
+        parent_span = trace.get_current_span(parent).get_span_context()
+        links: list[Link] = []
+        if isinstance(trigger, _RequestWatch):
+            started_by = trigger.span.get_span_context()
+            if started_by.is_valid and started_by.span_id != parent_span.span_id:
+                links.append(Link(started_by, {LINK_KIND: "trigger"}))
+        attributes: dict[str, Any] = {
+            METHOD: "tools/call",
+            OPERATION: "execute_tool",
+            TOOL_NAME: _clip(tool, _MAX_NAME),
+        }
+        digest = _task_digest(task_id)
+        if digest is not None:
+            attributes[TASK_ID] = digest
+        if round_number > 0:
+            attributes[ROUND] = round_number
+        measured = {METHOD: "tools/call", OPERATION: "execute_tool", TOOL_NAME: tool}  # a registered tool
+        span = self.tracer.start_span(
+            f"execute_tool {tool}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links or None,
+        )
+        return _RoundWatch(
+            self,
+            span,
+            trace.set_span_in_context(span, parent),
+            "tools/call",
+            True,
+            measured,
+            round_number or None,
+        )
 
     def _active_sessions(self, options: CallbackOptions) -> Iterable[Observation]:
         server = self._server()
@@ -410,6 +508,13 @@ class _RequestWatch:
     def state_rejected(self, reason: str) -> None:
         self.telemetry.rejections.add(1, {METHOD: self.measured[METHOD], REJECTION_REASON: reason})
 
+    def trace_context(self) -> dict[str, str] | None:
+        if not self.span.get_span_context().is_valid:  # no tracer (a no-op provider): nothing to hang under
+            return None
+        carrier: dict[str, str] = {}
+        _W3C.inject(carrier, context=self.context)
+        return carrier or None
+
     def carry(self) -> str:
         first = self.first if self.first is not None else self.span.get_span_context()
         next_round = self.round + 1 if self.round else 0
@@ -422,6 +527,14 @@ class _RequestWatch:
     # -- the end ------------------------------------------------------------------------------
     def finish(self, message: dict[str, Any] | None, duration: float) -> None:
         """End the span with the answer's outcome; record the request's duration and, at a call's end, its rounds."""
+        measured, call_ended = self._end(message)
+        telemetry = self.telemetry
+        telemetry.operation_duration.record(duration, measured)
+        if call_ended and self.round:
+            telemetry.rounds.record(self.round, _round_attributes(measured))
+
+    def _end(self, message: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
+        """End the span with the outcome `message` says; the metric attributes, and whether the call ended."""
         span, measured = self.span, self.measured
         error_type: str | None = None
         call_ended = message is not None
@@ -445,15 +558,39 @@ class _RequestWatch:
             if result.get("resultType") == "input_required":
                 span.set_attribute(RESULT_TYPE, "input_required")
                 call_ended = False
+            elif result.get("resultType") == "task":  # the call goes on in the task's rounds, which count it
+                span.set_attribute(RESULT_TYPE, "task")
+                task_id = _task_digest(result.get("taskId"))
+                if task_id is not None:
+                    span.set_attribute(TASK_ID, task_id)
+                call_ended = False
         if error_type is not None:
             span.set_attribute(ERROR_TYPE, error_type)
             span.set_status(Status(StatusCode.ERROR))  # no description: an error's text may quote arguments
             measured = {**measured, ERROR_TYPE: error_type}
         span.end()
-        telemetry = self.telemetry
-        telemetry.operation_duration.record(duration, measured)
+        return measured, call_ended
+
+
+class _RoundWatch(_RequestWatch):
+    """One background round of a task: a request's watch, ended by the round's outcome, not by an answer.
+
+    It records no `mcp.server.operation.duration` (no request was waiting on
+    it); the task's last round records `mcp_resolve.call.rounds`.
+    """
+
+    __slots__ = ()
+
+    def finish_round(self, outcome: tuple[str, Any] | None) -> None:
+        kind, value = outcome if outcome is not None else ("cancelled", None)
+        message: dict[str, Any] | None = None  # cancelled: by the client, or the server stopped
+        if kind == "done" and isinstance(value, dict):
+            message = {"result": value}
+        elif kind == "failed":
+            message = {"error": value}
+        measured, call_ended = self._end(message)
         if call_ended and self.round:
-            telemetry.rounds.record(self.round, _round_attributes(measured))
+            self.telemetry.rounds.record(self.round, _round_attributes(measured))
 
 
 class _ResolverSpan:
@@ -591,6 +728,9 @@ class _Unobserved:
     def carry(self) -> str | None:
         return None
 
+    def trace_context(self) -> dict[str, str] | None:
+        return None
+
 
 _UNOBSERVED: Any = _Unobserved()
 
@@ -612,8 +752,11 @@ def _parent(meta: Any, headers: Mapping[str, str] | None) -> tuple[OtelContext |
     return _extract(headers), None
 
 
-def _extract(source: Mapping[str, Any]) -> OtelContext | None:
-    """The context a client's trace headers name, or None: anything malformed or oversized is ignored."""
+def _extract(source: Mapping[str, Any], propagator: TextMapPropagator | None = None) -> OtelContext | None:
+    """The context a client's trace headers name, or None: anything malformed or oversized is ignored.
+
+    With the configured propagators, unless `propagator` says which (a task record's W3C context).
+    """
     carrier: dict[str, str] = {}
     for key, limit in _CARRIER_LIMITS:
         value = source.get(key)
@@ -622,7 +765,7 @@ def _extract(source: Mapping[str, Any]) -> OtelContext | None:
     if "traceparent" not in carrier:
         return None
     try:
-        context = propagate.extract(carrier)
+        context = propagate.extract(carrier) if propagator is None else propagator.extract(carrier)
     except Exception:  # a propagator that chokes on what a client wrote is the client's loss, not the call's
         return None
     return context if trace.get_current_span(context).get_span_context().is_valid else None
@@ -660,6 +803,13 @@ def _request_id(value: int | str) -> str:
 
 def _session_digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _task_digest(task_id: Any) -> str | None:
+    """A task id as spans carry it: a digest, since the id itself is all it takes to read or answer the task."""
+    if not isinstance(task_id, str) or not task_id or len(task_id) > _MAX_TASK_ID:
+        return None
+    return _session_digest(task_id)
 
 
 def _clip(text: str, limit: int) -> str:

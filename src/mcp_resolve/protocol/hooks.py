@@ -9,7 +9,9 @@ The hooks are handed down the way the questioner is: the protocol layer asks
 `ServerTelemetry.observe` to serve a request, gets a `RequestWatch` for it,
 and passes that watch on to the Context (which hands it to the resolver
 engine as its `RunObserver`), to the questioner it builds, and to the
-functions that open and seal `requestState`.
+functions that open and seal `requestState`. A task's rounds, which run after
+their request has been answered, are served the same way through
+`ServerTelemetry.observe_task_round`.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ class RequestWatch(RunObserver, Protocol):
         """What to seal beside this round's outgoing requestState, for the next round to read."""
         ...
 
+    def trace_context(self) -> dict[str, str] | None:
+        """This request's span as W3C trace context (`traceparent`, `tracestate`), or None when untraced.
+
+        Kept on the record of a task the request creates, so the task's rounds,
+        on whichever worker, run under that span.
+        """
+        ...
+
 
 class ServerTelemetry(Protocol):
     """Serves a request under observation: `MCPServer.telemetry`, set by `mcp_resolve.telemetry.instrument`."""
@@ -63,5 +73,26 @@ class ServerTelemetry(Protocol):
 
         `meta` is the request's `_meta` exactly as the client sent it (any
         JSON value), `headers` the HTTP request's headers (None off HTTP).
+        """
+        ...
+
+    async def observe_task_round(
+        self,
+        *,
+        tool: str,
+        task_id: str,
+        round_number: int,
+        trace_context: Mapping[str, str] | None,
+        trigger: RunObserver | None,
+        run: Callable[[RequestWatch], Awaitable[tuple[str, Any]]],
+    ) -> tuple[str, Any]:
+        """The outcome `run(watch)` makes of one background round of a task, observed from start to finish.
+
+        `trace_context` is what the creating request's `trace_context()` gave
+        (read from the task record, so checked again); `trigger` the watch of
+        the request that started this round (the creating `tools/call` or a
+        `tasks/update`), if any; `round_number` 0 when unknown. The outcome is
+        the task runner's: ("done", result), ("failed", JSON-RPC error) or
+        ("cancelled", None).
         """
         ...

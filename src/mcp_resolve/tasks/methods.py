@@ -27,7 +27,7 @@ from ..errors import (
 )
 from ..signature import ArgumentError
 from ..tools import error_result
-from .records import TASKS_EXTENSION, TaskRecord, declares_tasks, required_capabilities
+from .records import MAX_META_BYTES, TASKS_EXTENSION, TaskRecord, declares_tasks, required_capabilities
 from .runner import STOPPED, TaskRunner, _Gate, _Run, runner_of
 
 if TYPE_CHECKING:
@@ -41,9 +41,10 @@ MAX_TASK_ID = 128
 MAX_ANSWER_BYTES = 256 * 1024
 """One answer, as JSON: far above any form or sampling result, far below what a store should hold."""
 MAX_RECORD_BYTES = 1024 * 1024
-"""What a caller may make the server keep for one task (arguments, capabilities, answers) before it runs."""
+"""What a caller may make the server keep for one task (arguments, capabilities, `_meta`, answers)."""
 _NOT_FOUND = "Failed to retrieve task: Task not found"
 _TOO_LARGE = "the call is too large to run as a task"
+_META_TOO_LARGE = f"the call's _meta is too large to keep in a task (at most {MAX_META_BYTES} bytes)"
 _ANSWER_MODELS: dict[str, type[BaseModel]] = {
     "elicitation/create": ElicitResult,
     "sampling/createMessage": CreateMessageResult,
@@ -74,6 +75,25 @@ async def call_task_tool(
     return await _start(runner, tool, arguments, context)
 
 
+def _trace_of(context: Context) -> dict[str, str] | None:
+    """The W3C context of the request's own span, when the server is instrumented (None otherwise).
+
+    Asked of the request's watch, which only the telemetry module makes: with
+    telemetry off the observer is None and nothing is looked up or imported.
+    """
+    trace_context = getattr(context.observer, "trace_context", None)
+    return None if trace_context is None else trace_context()  # type: ignore[no-any-return]
+
+
+def _refusal(record: TaskRecord) -> str | None:
+    """Why a task cannot keep this record (a tool error's text), or None when it can."""
+    if len(pydantic_core.to_json(record.meta)) > MAX_META_BYTES:
+        return _META_TOO_LARGE
+    if len(record.dump()) > MAX_RECORD_BYTES:
+        return _TOO_LARGE
+    return None
+
+
 def _too_many(runner: TaskRunner) -> str:
     return (
         f"too many tasks in progress for this caller (at most {runner.options.max_live_per_principal}); "
@@ -86,9 +106,10 @@ async def _start(
 ) -> dict[str, Any]:
     scope = context._scope
     await runner.ensure_host()
-    record = runner.new_record(tool, arguments, scope)
-    if len(record.dump()) > MAX_RECORD_BYTES:
-        return error_result(tool.name, _TOO_LARGE)
+    record = runner.new_record(tool, arguments, scope, _trace_of(context))
+    refusal = _refusal(record)
+    if refusal is not None:
+        return error_result(tool.name, refusal)
     run = runner.claim(record.task_id)
     try:
         created = await runner.create(record)
@@ -99,7 +120,7 @@ async def _start(
         runner.release(run)
         return error_result(tool.name, _too_many(runner))
     try:
-        await runner.spawn_round(run, record, scope)
+        await runner.spawn_round(run, record, context)
     except BaseException:
         runner.release(run)  # the record says working: now its first reader reports it failed
         raise
@@ -118,7 +139,7 @@ async def _start_after_resolvers(
     """
     scope = context._scope
     wake, done = anyio.Event(), anyio.Event()
-    gate = _Gate(scope, wake)
+    gate = _Gate(scope, wake, context.observer)
     run = _Run(None)
     box: dict[str, Any] = {}
 
@@ -143,18 +164,18 @@ async def _start_after_resolvers(
         raise
     if not gate.reached:
         return _request_outcome(box.get("outcome"))
-    record = runner.new_record(tool, arguments, scope)
+    record = runner.new_record(tool, arguments, scope, _trace_of(context))
     run.task_id = record.task_id
     runner.register(run)
-    created, too_large = False, len(record.dump()) > MAX_RECORD_BYTES
+    created, refusal = False, _refusal(record)
     try:
-        created = not too_large and await runner.create(record)
+        created = refusal is None and await runner.create(record)
     finally:
         if not created:
             # No task (refused, or this request failed or was cancelled while making it): no body either.
             runner.release(run)
             run.task_id = None
-            gate.refusal = _TOO_LARGE if too_large else _too_many(runner)
+            gate.refusal = refusal or _too_many(runner)
             gate.decided.set()
     if not created:
         await done.wait()
@@ -291,11 +312,12 @@ async def _update(
         if not record.pending:
             record.status, record.status_message = "working", None
             record.owner, record.lease_until = runner.worker, now + runner.options.lease_seconds
+            record.rounds = record.rounds + 1 if record.rounds else 0
             run = runner.claim(record.task_id)
         try:
             stored = await runner.store.replace(record)
             if stored and run is not None:
-                await runner.spawn_round(run, record, context._scope)
+                await runner.spawn_round(run, record, context)
                 run = None
         finally:
             if run is not None:

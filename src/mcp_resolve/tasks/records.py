@@ -18,8 +18,15 @@ from datetime import datetime, timezone
 from typing import Any, Literal
 
 import pydantic_core
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    LOG_LEVEL_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+)
 
 __all__ = [
+    "MAX_META_BYTES",
     "TASKS_EXTENSION",
     "TERMINAL",
     "TaskOptions",
@@ -27,6 +34,7 @@ __all__ = [
     "TaskStatus",
     "declares_tasks",
     "iso_time",
+    "kept_meta",
     "new_task_id",
     "required_capabilities",
 ]
@@ -34,6 +42,24 @@ __all__ = [
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TaskStatus = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+MAX_META_BYTES = 64 * 1024
+"""The most of a creating request's `_meta` (as JSON) a task keeps for its rounds; a call beyond it is refused.
+
+A real `_meta` is an envelope, a progress token, trace context and a few
+application keys: a few KiB at most. Every byte kept is stored for the task's
+whole TTL and read by each of its rounds, so a hostile client gets no more.
+"""
+_NOT_KEPT = frozenset(
+    {
+        PROTOCOL_VERSION_META_KEY,
+        CLIENT_CAPABILITIES_META_KEY,
+        CLIENT_INFO_META_KEY,
+        LOG_LEVEL_META_KEY,
+        "traceparent",
+        "tracestate",
+    }
+)
+"""`_meta` keys a task does not keep as sent (see `kept_meta`)."""
 
 
 def declares_tasks(client_capabilities: dict[str, Any] | None) -> bool:
@@ -50,6 +76,29 @@ def required_capabilities() -> dict[str, Any]:
 def new_task_id() -> str:
     """192 random bits: a task id is all another caller would need to guess, so it must not be guessable."""
     return secrets.token_urlsafe(24)
+
+
+def kept_meta(meta: Any) -> dict[str, Any]:
+    """What a task keeps of its creating request's `_meta`, for every round's `ctx.meta`.
+
+    Kept: everything the client chose to send (`progressToken`, `baggage`,
+    its own and its extensions' keys), so a tool reads in a task what it
+    reads in a direct call. Not kept as sent:
+
+    * the protocol version, client capabilities and client info: the record
+      keeps them already (`client`), and each round's `ctx.meta` shows them
+      from there (`TaskRecord.round_meta`), so they are stored once;
+    * the log level: a task has no channel for log messages, so a round must
+      not be told the client reads them;
+    * `traceparent` and `tracestate`: they name the client's span for that one
+      request. A round is not that request; on an instrumented server its span
+      hangs under the creating request's span, whose context the record keeps
+      (`trace`), and code that propagates `ctx.meta` onward would otherwise
+      attach the background work to a span that ended long ago.
+    """
+    if not isinstance(meta, dict):
+        return {}
+    return {key: value for key, value in meta.items() if key not in _NOT_KEPT}
 
 
 def iso_time(epoch: float) -> str:
@@ -125,6 +174,13 @@ class TaskRecord:
     """The worker running the current round (None while waiting, or done)."""
     lease_until: float | None = None
     cancel_requested: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)
+    """The creating request's `_meta` as `kept_meta` keeps it; {} in a record written before it was kept."""
+    trace: dict[str, str] | None = None
+    """W3C trace context (`traceparent`, `tracestate`) of the creating request's span, on an instrumented
+    server: each round's span is its child. Written by the server from its own span, never the client's."""
+    rounds: int = 0
+    """Rounds started so far (the current one included); 0 when unknown (a record from before it was counted)."""
     version: int = 0
 
     @property
@@ -139,6 +195,17 @@ class TaskRecord:
         raw = pydantic_core.from_json(data)
         names = {f.name for f in fields(cls)}
         return cls(**{key: value for key, value in raw.items() if key in names})
+
+    def round_meta(self) -> dict[str, Any]:
+        """A round's `ctx.meta`: the creating request's, with the envelope parts the record keeps in `client`."""
+        meta: dict[str, Any] = {
+            PROTOCOL_VERSION_META_KEY: self.client.get("protocolVersion"),
+            CLIENT_CAPABILITIES_META_KEY: self.client.get("capabilities") or {},
+        }
+        if self.client.get("info") is not None:
+            meta[CLIENT_INFO_META_KEY] = self.client["info"]
+        meta.update(self.meta)
+        return meta
 
     def touch(self, now: float, ttl_ms: int) -> None:
         """A change: stamp it, and keep the task at least `ttl_ms` from now."""

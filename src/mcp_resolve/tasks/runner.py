@@ -11,6 +11,11 @@ Rounds run in a task group held by a host task of their own (they outlive the
 request that started them) for as long as the server runs (`MCPServer.running`
 stops it). While a round runs, its worker renews a lease on the record; a
 lease that lapsed means the worker died, and readers report the task failed.
+
+Every round sees the creating request's `_meta` (kept on the record), and on
+an instrumented server runs inside a span of its own, a child of the creating
+request's span (`ServerTelemetry.observe_task_round`); an uninstrumented one
+checks `server.telemetry` once a round and imports nothing.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, MCPError, ToolError
 from ..protocol.modern import BatchQuestioner
 from ..stores.tasks import MemoryTaskStore, TaskStore
-from .records import TaskOptions, TaskRecord, new_task_id
+from .records import TaskOptions, TaskRecord, kept_meta, new_task_id
 
 if TYPE_CHECKING:
+    from ..protocol.hooks import RequestWatch
+    from ..resolve.run import RunObserver
     from ..server import MCPServer
     from ..tools import Tool
 
@@ -93,8 +100,8 @@ class _Gate(Context):
 
     __slots__ = ("decided", "reached", "refusal", "wake")
 
-    def __init__(self, scope: RequestScope, wake: anyio.Event) -> None:
-        super().__init__(scope)
+    def __init__(self, scope: RequestScope, wake: anyio.Event, observer: RunObserver | None = None) -> None:
+        super().__init__(scope, observer)
         self.wake = wake
         self.reached = False
         self.decided = anyio.Event()
@@ -186,7 +193,14 @@ class TaskRunner:
     def runs_of(self, task_id: str) -> list[_Run]:
         return list(self._runs.get(task_id, ()))
 
-    def new_record(self, tool: Tool, arguments: dict[str, Any] | None, scope: RequestScope) -> TaskRecord:
+    def new_record(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any] | None,
+        scope: RequestScope,
+        trace: dict[str, str] | None = None,
+    ) -> TaskRecord:
+        """The record of a task `scope`'s request creates; `trace`: that request's span (instrumented servers)."""
         now = self.clock()
         return TaskRecord(
             task_id=new_task_id(),
@@ -204,12 +218,15 @@ class TaskRunner:
             poll_interval_ms=self.options.poll_interval_ms,
             owner=self.worker,
             lease_until=now + self.options.lease_seconds,
+            meta=kept_meta(scope.meta),
+            trace=trace,
+            rounds=1,
         )
 
     async def create(self, record: TaskRecord) -> bool:
         return await self.store.create(record, max_live=self.options.max_live_per_principal, now=self.clock())
 
-    async def spawn_round(self, run: _Run, record: TaskRecord, trigger: RequestScope) -> None:
+    async def spawn_round(self, run: _Run, record: TaskRecord, trigger: Context) -> None:
         """Run the task's next round in the background; `trigger` is the request that led to it.
 
         Call `ensure_host` before claiming the run: a first host start forgets the runs of an older loop.
@@ -217,21 +234,37 @@ class TaskRunner:
         group = await self.ensure_host()
         group.start_soon(self._round, run, record, trigger)
 
-    async def _round(self, run: _Run, record: TaskRecord, trigger: RequestScope) -> None:
+    async def _round(self, run: _Run, record: TaskRecord, trigger: Context) -> None:
         run.started = True
         try:
             tool = self.server._tools.get(record.tool)
+            telemetry = self.server.telemetry
             if tool is None:
                 outcome: Outcome = (
                     "failed",
                     {"code": INTERNAL_ERROR, "message": f"Unknown tool: {record.tool}"},
                 )
+            elif telemetry is None:
+                outcome = await self._run_round(run, tool, record, trigger._scope, None)
             else:
-                context: Context[Any, Any] = Context(self._round_scope(run, record, trigger))
-                outcome = await self.execute(run, partial(tool.call, record.arguments, context))
+                outcome = await telemetry.observe_task_round(
+                    tool=tool.name,
+                    task_id=record.task_id,
+                    round_number=record.rounds,
+                    trace_context=record.trace,
+                    trigger=trigger.observer,
+                    run=partial(self._run_round, run, tool, record, trigger._scope),
+                )
             await self.settle_safely(run, outcome)
         finally:
             self.release(run)
+
+    async def _run_round(
+        self, run: _Run, tool: Tool, record: TaskRecord, trigger: RequestScope, watch: RequestWatch | None
+    ) -> Outcome:
+        """One round of the tool; `watch` observes its resolvers and questions on an instrumented server."""
+        context: Context[Any, Any] = Context(self._round_scope(run, record, trigger, watch), watch)
+        return await self.execute(run, partial(tool.call, record.arguments, context))
 
     async def settle_safely(self, run: _Run, outcome: Outcome) -> None:
         """`settle`, where a store failure is logged rather than raised into the host (ending every round).
@@ -244,8 +277,10 @@ class TaskRunner:
         except Exception:
             logger.exception("could not record the outcome of task %s", run.task_id)
 
-    def _round_scope(self, run: _Run, record: TaskRecord, trigger: RequestScope) -> RequestScope:
-        """A round's request: the creating client's capabilities, the triggering request's identity.
+    def _round_scope(
+        self, run: _Run, record: TaskRecord, trigger: RequestScope, watch: RequestWatch | None = None
+    ) -> RequestScope:
+        """A round's request: the creating request's capabilities and `_meta`, the triggering request's identity.
 
         Answers ride the plaintext record the last round left, never a sealed
         state: the record never leaves the server. Log messages have no channel
@@ -255,6 +290,7 @@ class TaskRunner:
         params = (
             {} if record.state is None else {"requestState": record.state, "inputResponses": record.answers}
         )
+        questioner = BatchQuestioner(params)
         return RequestScope(
             request_id=trigger.request_id,
             method="tools/call",
@@ -264,14 +300,14 @@ class TaskRunner:
             client_info=client.get("info"),
             log_level=None,
             progress_token=record.task_id,
-            meta={},
+            meta=record.round_meta(),
             send_notification=partial(self.notify, run),
             send_request=None,
             lifespan_context=self.server.lifespan_context,
             headers=trigger.headers,
             principal=record.principal,
             access_token=trigger.access_token,
-            questioner=BatchQuestioner(params),
+            questioner=questioner if watch is None else watch.questioner(questioner),
             request_state=record.state,
             input_responses=dict(record.answers),
         )
