@@ -281,9 +281,15 @@ async def test_failures_inside_handlers_leak_no_traceback(served: tuple[str, Pro
         assert tool.status_code == 200 and tool.json()["result"]["isError"] is True
         body, headers = modern("resources/read", {"uri": "note://explode"})
         resource = await http.post(url, content=body, headers=headers)
-        assert resource.json()["error"] == {"code": -32603, "message": "Internal error"}
+        # The official SDK's wording for a resource that crashed; what it raised stays in the log.
+        assert resource.json()["error"] == {
+            "code": -32603,
+            "message": "Error reading resource note://explode",
+            "data": {"uri": "note://explode"},
+        }
         for response in (tool, resource):
             assert "Traceback" not in response.text and 'File "' not in response.text
+            assert "boom" not in response.text and "internal" not in response.text
 
 
 def _events(text: str) -> list[dict[str, Any]]:
