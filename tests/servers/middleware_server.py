@@ -4,7 +4,7 @@ Written against the official SDK's names with only the import lines changed
 (`mcp.server.mcpserver` -> `mcp_resolve`, `mcp.shared.exceptions` ->
 `mcp_resolve`). `build(sdk)` builds the same server on either SDK, so a test
 can compare what the official client sees from both; run as a script it
-serves ours over stdio.
+serves ours over stdio (with the argument `official`, the official one).
 
 The tool `seen` answers with what the middleware observed so far, so a test
 reads the chain's order over any transport.
@@ -147,4 +147,4 @@ if __name__ == "__main__":
     import logging
 
     logging.basicConfig(level=logging.ERROR, stream=sys.stderr)
-    build("ours").run()
+    build(sys.argv[1] if len(sys.argv) > 1 else "ours").run()  # `official`: the official SDK's server

@@ -9,6 +9,8 @@ return only the final result.
 from __future__ import annotations
 
 import inspect
+import logging
+import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -44,10 +46,13 @@ from ..errors import (
     MCPError,
 )
 from .auth.errors import AuthorizationError
+from .extensions import ExtensionSettings, declared_extensions
 from .pipes import MessagePipe, open_stdio, stdio_command
 from .session import ClientSession
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx
 
     from ..server import MCPServer
@@ -61,6 +66,13 @@ Mode = Literal["auto", "legacy", "2026-07-28"]
 ElicitationHandler = Callable[[ElicitRequestFormParams], Awaitable[Any]]
 SamplingHandler = Callable[[CreateMessageRequestParams], Awaitable[Any]]
 Roots = Sequence[str | Root] | Callable[[], Awaitable[Sequence[str | Root]]]
+NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""`async (method, params) -> None`: every notification the server sends, as it arrived."""
+
+logger = logging.getLogger("mcp_resolve.client")
+
+_ERA_META_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
+"""The `_meta` keys the client sets itself on 2026-07-28; a caller's `meta=` cannot replace them."""
 
 _TRACING = "opentelemetry.trace"
 """Loaded only in a process that traces (or whose libraries do): then requests carry its trace context."""
@@ -122,11 +134,28 @@ class Client:
     `target` is an `MCPServer` (in memory), an `http(s)://` URL, or a command
     or script path (stdio; a list of arguments also works).
 
-    `auth` (HTTP only) signs every request: an `httpx.Auth`, a bearer token
-    string, `"oauth"` for the MCP authorization flow with its defaults (the
-    system browser, tokens in memory), or an `OAuth(...)` /
-    `ClientCredentials(...)` from `mcp_resolve.client.auth` to choose them.
-    The same object keeps its tokens across `async with` blocks.
+    `mode` picks the protocol era: `"auto"` probes with `server/discover` and
+    falls back to the `initialize` handshake, `"2026-07-28"` or `"legacy"`
+    insist on one. The handlers (`elicitation_handler`, `sampling_handler`,
+    `roots`) answer what the server asks, on either era; the client declares
+    exactly the capabilities it has handlers for, and the `extensions` it is
+    given (`{"com.example/search": {}}`, identifier to settings).
+
+    Connection options: `headers` go on every HTTP request; `auth` (HTTP only)
+    signs every request: an `httpx.Auth`, a bearer token string, `"oauth"`
+    for the MCP authorization flow with its defaults (the system browser,
+    tokens in memory), or an `OAuth(...)` / `ClientCredentials(...)` from
+    `mcp_resolve.client.auth` to choose them; the same object keeps its tokens
+    across `async with` blocks. `http_client` is an `httpx.AsyncClient` of
+    yours to send through (proxies, certificates; it is never closed here),
+    `verify` the TLS check of the one the client builds otherwise (`False`, a
+    CA bundle path or an `ssl.SSLContext`). A stdio server gets `env` on top
+    of this process's environment and runs in `cwd`.
+
+    `init_timeout` bounds connecting (the era negotiation), not counting the
+    minutes a person spends logging in; `probe_timeout` bounds only the
+    `server/discover` probe of `mode="auto"`, after which a silent server is
+    taken for a handshake-era one.
     """
 
     def __init__(
@@ -140,42 +169,105 @@ class Client:
         roots: Roots | None = None,
         log_handler: Callable[[LoggingMessageNotificationParams], Awaitable[None]] | None = None,
         progress_handler: Callable[[ProgressNotificationParams], Awaitable[None]] | None = None,
+        notification_handler: NotificationHandler | None = None,
         log_level: str | None = None,
         client_info: dict[str, Any] | None = None,
+        extensions: ExtensionSettings | None = None,
         max_rounds: int = 10,
         headers: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
         probe_timeout: float = 10.0,
+        init_timeout: float | None = None,
         auth: httpx.Auth | str | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        verify: ssl.SSLContext | bool | str | None = None,
     ) -> None:
         is_http = isinstance(target, str) and target.startswith(("http://", "https://"))
         if auth is not None and not is_http:
             raise ValueError(
                 "auth= applies to http(s):// targets; a stdio server takes credentials from env="
             )
+        if (http_client is not None or verify is not None) and not is_http:
+            raise ValueError("http_client= and verify= apply to http(s):// targets")
+        if http_client is not None and verify is not None:
+            raise ValueError("pass verify= or http_client=, not both: set verify on your http_client")
+        if cwd is not None and (is_http or not isinstance(target, str | list | tuple)):
+            raise ValueError("cwd= applies to a stdio server (a command or script path)")
         if mode not in ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS):
             raise ValueError(
                 f"mode must be 'auto', 'legacy' or one of {list(MODERN_PROTOCOL_VERSIONS)}, got {mode!r}"
             )
         self.target = target
+        """Where the server is: an `MCPServer`, an `http(s)://` URL, or a stdio command or script path."""
         self.mode = mode
+        """The era asked for: `"auto"`, `"legacy"` or a modern version; `protocol_version` is the one negotiated."""
         self.elicitation_handler = elicitation_handler
+        """Answers the server's forms (`elicitation/create`); while None, the client does not declare elicitation."""
         self.sampling_handler = sampling_handler
+        """Answers the server's LLM requests (`sampling/createMessage`); while None, no sampling capability."""
         self.sampling_tools = sampling_tools
+        """Whether the sampling capability says the handler can take `tools` (tool use in sampling)."""
         self.roots = roots
+        """The roots the client offers (`roots/list`): a list, or an async function returning one."""
         self.log_handler = log_handler
+        """Receives the server's log messages (`notifications/message`)."""
         self.progress_handler = progress_handler
+        """Receives progress of tool calls, reads and prompts; with it set, those requests carry a progress token.
+
+        A task's status messages reach it too, as numbered progress.
+        """
+        self.notification_handler = notification_handler
+        """Receives every notification the server sends, as `(method, params)`, after the log and progress handlers.
+
+        The hook for what the typed handlers do not cover: list changes
+        (`notifications/tools/list_changed`, ...), resource updates, or an
+        extension's own notifications. On 2026-07-28 list changes arrive
+        only on a `subscriptions/listen` request, which `request` can hold
+        open. A handler that raises is logged and the connection goes on.
+        """
         self.log_level = log_level or ("debug" if log_handler else None)
+        """The lowest log level the client asks for ("debug" when a `log_handler` is given).
+
+        On 2026-07-28 it travels with every request; on the handshake era a
+        server takes it through `request("logging/setLevel", {"level": ...})`.
+        """
         self.client_info = client_info or {"name": "mcp-resolve-client", "version": "0.1.0"}
+        """The client's name and version, as sent to the server (`clientInfo`)."""
+        self.extensions = declared_extensions(extensions)
+        """The client extensions declared (SEP-2133), identifier to settings, as `capabilities.extensions`.
+
+        Checked and copied at construction: an identifier must be
+        `vendor-prefix/name` with a reverse-DNS prefix and settings a JSON
+        object. Declared on both eras, as the official client does: in
+        `initialize` on the handshake era, on every request on 2026-07-28.
+        """
         self.max_rounds = max_rounds
+        """How many input-required rounds (2026-07-28) one call may take before it gives up."""
         self.headers = headers
+        """Headers added to every HTTP request."""
         self.env = env
+        """Environment variables for a stdio server, on top of this process's own."""
+        self.cwd = cwd
+        """The working directory of a stdio server (None: this process's)."""
         self.probe_timeout = probe_timeout
+        """Seconds `mode="auto"` waits for the `server/discover` probe before it tries `initialize`."""
+        self.init_timeout = init_timeout
+        """Seconds connecting may take in all (None: no limit); a person's time on a login page does not count."""
         self.auth = _http_auth(auth)
+        """The `httpx.Auth` that signs each HTTP request (what `auth=` stood for), or None."""
+        self.http_client = http_client
+        """The caller's `httpx.AsyncClient` that HTTP requests go through, or None for one of the client's own."""
+        self.verify = verify
+        """The TLS check of the client's own HTTP client (None: the system's trusted CAs)."""
         self.protocol_version: str | None = None
+        """The negotiated protocol version once connected (`"2026-07-28"`, `"2025-11-25"`, ...), else None."""
         self.server_info: dict[str, Any] | None = None
+        """The server's `name`, `version` and other implementation details, when it sent them."""
         self.server_capabilities: dict[str, Any] = {}
+        """What the server said it can do (`tools`, `resources`, `prompts`, `logging`, `extensions`, ...)."""
         self.instructions: str | None = None
+        """The server's instructions for whoever uses it (an agent's system prompt, say), when it gave any."""
         self._session: ClientSession | None = None
         self._stack: AsyncExitStack | None = None
         self._progress_tokens = 0
@@ -183,6 +275,10 @@ class Client:
     # -- lifecycle -----------------------------------------------------------------------
     @property
     def is_modern(self) -> bool:
+        """Whether the session speaks 2026-07-28 (stateless requests, input-required rounds, tasks).
+
+        False on the handshake era, and before connecting.
+        """
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     async def __aenter__(self) -> Client:
@@ -195,7 +291,7 @@ class Client:
             stack.callback(group.cancel_scope.cancel)
             group.start_soon(session.run, group)
             self._session = session
-            await self._negotiate()
+            await self._within(self._negotiate(), self.init_timeout)
         except BaseException:
             await stack.aclose()
             raise
@@ -219,13 +315,26 @@ class Client:
         elif isinstance(self.target, str) and self.target.startswith(("http://", "https://")):
             from .http import open_http
 
-            async with open_http(self.target, headers=self.headers, auth=self.auth) as http_pipe:
+            async with open_http(
+                self.target,
+                headers=self.headers,
+                auth=self.auth,
+                verify=self.verify,
+                http_client=self.http_client,
+            ) as http_pipe:
                 yield http_pipe
         else:
-            async with open_stdio(stdio_command(self.target), env=self.env) as stdio_pipe:
+            cwd = None if self.cwd is None else os.fspath(self.cwd)
+            async with open_stdio(stdio_command(self.target), env=self.env, cwd=cwd) as stdio_pipe:
                 yield stdio_pipe
 
     def capabilities(self) -> dict[str, Any]:
+        """The capabilities the client declares: one per handler it has, and its `extensions`.
+
+        Read afresh for every request on 2026-07-28, so a handler set after
+        connecting counts from the next request; the handshake era declares
+        them once, in `initialize`.
+        """
         capabilities: dict[str, Any] = {}
         if self.elicitation_handler is not None:
             capabilities["elicitation"] = {"form": {}}
@@ -233,6 +342,8 @@ class Client:
             capabilities["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.roots is not None:
             capabilities["roots"] = {"listChanged": True}
+        if self.extensions:
+            capabilities["extensions"] = {key: dict(value) for key, value in self.extensions.items()}
         return capabilities
 
     def _meta(self, version: str) -> dict[str, Any]:
@@ -361,7 +472,16 @@ class Client:
 
     # -- requests ------------------------------------------------------------------------
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Send one request as the negotiated era wants it (modern: `_meta` on every request)."""
+        """Send one request and return its raw result (a dict), as the negotiated era wants it sent.
+
+        On 2026-07-28 the client adds its `_meta` (protocol version, client
+        info, capabilities, log level) under any `_meta` in `params`; on the
+        handshake era `params` go as they are. No input-required rounds run
+        here: a 2026-07-28 `input_required` result comes back as it is. Use it
+        for methods without a method of their own (`logging/setLevel`,
+        `subscriptions/listen`, an extension's method) or to drive the rounds
+        yourself. An error answer raises `MCPError`.
+        """
         params = dict(params or {})
         if self.is_modern:
             assert self.protocol_version is not None
@@ -370,6 +490,15 @@ class Client:
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
         return await self._require_session().request(method, _traced(params))
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification, as it is (no `_meta` is added on either era); there is no answer.
+
+        For instance `notifications/cancelled` with the `requestId` of a
+        request the server should stop (a `subscriptions/listen` stream over
+        stdio), or `notifications/roots/list_changed` after the roots change.
+        """
+        await self._require_session().notify(method, params)
 
     async def _interactive(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One request, retried through input-required rounds until a final result (modern era)."""
@@ -409,32 +538,54 @@ class Client:
         return await self._list("tools", cursor)  # type: ignore[no-any-return]
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        """All concrete resources (every page), or one page when `cursor` is given.
+
+        Templated resources (`books://{id}`) are listed by `list_resource_templates`.
+        """
         return await self._list("resources", cursor)  # type: ignore[no-any-return]
 
     async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        """All resource templates (every page), or one page when `cursor` is given.
+
+        Fill a template's URI and pass it to `read_resource`.
+        """
         return await self._list("resourceTemplates", cursor)  # type: ignore[no-any-return]
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        """All prompts (every page), or one page when `cursor` is given."""
         return await self._list("prompts", cursor)  # type: ignore[no-any-return]
 
     async def call_tool(
-        self, name: str, arguments: dict[str, Any] | None = None, *, task: bool | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        task: bool | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> CallToolResult:
         """Call a tool and return its result, through any rounds of questions.
+
+        A tool that fails is a result with `is_error=True` (its text is for
+        the model); a refused call raises `MCPError`. The server's questions
+        are answered by the client's handlers: mid-call on the handshake era,
+        in input-required rounds (at most `max_rounds`) on 2026-07-28.
 
         `task=True` lets the server run the call as a task (2026-07-28, the
         tasks extension): it is polled to the end and its questions answered
         by the same handlers. By default (`None`) a call is plain, unless the
         server refuses it because the tool runs only as a task; `False` never
         makes a task. `call_tool_task` gives the task itself.
+
+        `meta` goes in the request's `_meta` (a trace id, a caller's
+        context for the server's middleware); the keys the client sets
+        itself on 2026-07-28 (protocol version, client info, capabilities)
+        stay the client's.
         """
         if task:
-            return await (await self.call_tool_task(name, arguments)).result()
-        params: dict[str, Any] = {"name": name}
-        if arguments is not None:
-            params["arguments"] = arguments
+            return await (await self.call_tool_task(name, arguments, meta=meta)).result()
         try:
-            return CallToolResult.model_validate(await self._interactive("tools/call", params))
+            result = await self._interactive("tools/call", self._tool_call(name, arguments, meta))
+            return CallToolResult.model_validate(result)
         except MCPError as exc:
             from .tasks import wants_tasks
 
@@ -442,18 +593,33 @@ class Client:
                 raise
             if not wants_tasks(exc):
                 raise
-        return await (await self.call_tool_task(name, arguments)).result()
+        return await (await self.call_tool_task(name, arguments, meta=meta)).result()
 
-    async def call_tool_task(self, name: str, arguments: dict[str, Any] | None = None) -> TaskHandle:
+    def _tool_call(
+        self, name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The params of a `tools/call`, the caller's `meta` without the keys the client owns."""
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        if meta:
+            params["_meta"] = {key: value for key, value in meta.items() if key not in _ERA_META_KEYS}
+        return params
+
+    async def call_tool_task(
+        self, name: str, arguments: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None
+    ) -> TaskHandle:
         """Call a tool declaring the tasks extension; a handle on the task (`status`, `result`, `cancel`).
 
-        Questions asked before the task exists (a tool that resolves first)
-        are answered here; if the server answers at once instead of making a
-        task, the handle's `task_id` is None and `result()` is that answer.
+        2026-07-28 only (a RuntimeError on the handshake era). Questions asked
+        before the task exists (a tool that resolves first) are answered here;
+        if the server answers at once instead of making a task, the handle's
+        `task_id` is None and `result()` is that answer. `meta` is as for
+        `call_tool`.
         """
         from .tasks import start_task
 
-        return await start_task(self, name, arguments)
+        return await start_task(self, self._tool_call(name, arguments, meta))
 
     def task(self, task_id: str) -> TaskHandle:
         """A handle on a task this client's caller started earlier (its id kept, say, across a restart)."""
@@ -462,9 +628,20 @@ class Client:
         return TaskHandle(self, task_id)
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
+        """Read the resource at `uri` (a listed one, or a template's URI filled in): its contents.
+
+        On 2026-07-28 a resource whose resolvers ask questions goes through
+        input-required rounds, answered by the client's handlers.
+        """
         return ReadResourceResult.model_validate(await self._interactive("resources/read", {"uri": uri}))
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        """The prompt `name` filled with `arguments`: its messages, ready for a model.
+
+        Prompt arguments are strings, as the protocol has them. On 2026-07-28
+        a prompt whose resolvers ask questions goes through input-required
+        rounds, answered by the client's handlers.
+        """
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -473,12 +650,21 @@ class Client:
     async def complete(
         self, ref: dict[str, Any], argument: dict[str, str], context_arguments: dict[str, str] | None = None
     ) -> CompleteResult:
+        """Suggestions for one argument as it is being typed (`completion/complete`).
+
+        `ref` names what is being filled: `{"type": "ref/prompt", "name": ...}`
+        or `{"type": "ref/resource", "uri": template}`; `argument` is
+        `{"name": ..., "value": typed_so_far}`; `context_arguments` are the
+        arguments already filled, for completions that depend on them. Only
+        servers that declare the `completions` capability answer.
+        """
         params: dict[str, Any] = {"ref": ref, "argument": argument}
         if context_arguments:
             params["context"] = {"arguments": context_arguments}
         return CompleteResult.model_validate(await self.request("completion/complete", params))
 
     async def ping(self) -> None:
+        """Check that the server answers (`ping`); raises if the connection is gone or the server refuses."""
         await self.request("ping")
 
     # -- what the server asks ------------------------------------------------------------
@@ -505,6 +691,11 @@ class Client:
             await self.log_handler(LoggingMessageNotificationParams.model_validate(params))
         elif method == "notifications/progress" and self.progress_handler is not None:
             await self.progress_handler(ProgressNotificationParams.model_validate(params))
+        if self.notification_handler is not None:
+            try:
+                await self.notification_handler(method, params)
+            except Exception:  # the connection outlives a failing handler: it reads on
+                logger.exception("notification_handler failed on %s", method)
 
 
 def _traced(params: dict[str, Any]) -> dict[str, Any]:

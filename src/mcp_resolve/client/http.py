@@ -23,7 +23,7 @@ import logging
 import math
 import ssl
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from ..protocol.param_headers import (
 )
 from .auth.errors import AuthorizationError
 
-__all__ = ["HttpPipe", "open_http"]
+__all__ = ["BorrowedClient", "HttpPipe", "open_http"]
 
 logger = logging.getLogger("mcp_resolve.client")
 
@@ -113,7 +113,11 @@ class HttpPipe:
     """One client's conversation with one MCP endpoint."""
 
     def __init__(
-        self, url: str, http: httpx.AsyncClient, group: anyio.abc.TaskGroup, headers: Mapping[str, str] | None
+        self,
+        url: str,
+        http: httpx.AsyncClient | BorrowedClient,
+        group: anyio.abc.TaskGroup,
+        headers: Mapping[str, str] | None,
     ) -> None:
         self.url = url
         self.session_id: str | None = None
@@ -396,22 +400,61 @@ class HttpPipe:
         result["tools"] = kept
 
 
+class BorrowedClient:
+    """The caller's `httpx.AsyncClient`, signing each request with `auth=` (it is theirs: never closed here)."""
+
+    def __init__(self, http: httpx.AsyncClient, auth: httpx.Auth | None) -> None:
+        self._http = http
+        self._auth: dict[str, Any] = {} if auth is None else {"auth": auth}
+
+    async def post(self, url: str, **options: Any) -> httpx.Response:
+        return await self._http.post(url, **options, **self._auth)
+
+    async def delete(self, url: str, **options: Any) -> httpx.Response:
+        return await self._http.delete(url, **options, **self._auth)
+
+    def stream(self, method: str, url: str, **options: Any) -> AbstractAsyncContextManager[httpx.Response]:
+        return self._http.stream(method, url, **options, **self._auth)
+
+
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     """Built once: loading the CA bundle costs a few hundred milliseconds per client otherwise."""
     return httpx.create_ssl_context()
 
 
+def _tls(url: str, verify: ssl.SSLContext | bool | str | None) -> ssl.SSLContext | bool:
+    """`verify` as httpx takes it: a CA bundle path becomes a context trusting that bundle."""
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    if verify is None:
+        return _tls_context() if url.lower().startswith("https://") else False
+    return _tls_context() if verify is True else verify
+
+
 @asynccontextmanager
 async def open_http(
-    url: str, *, headers: Mapping[str, str] | None = None, auth: httpx.Auth | None = None
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    auth: httpx.Auth | None = None,
+    verify: ssl.SSLContext | bool | str | None = None,
+    http_client: httpx.AsyncClient | None = None,
 ) -> AsyncIterator[HttpPipe]:
-    """Talk to the MCP endpoint at `url`; `headers` go on every request, `auth` signs each (and may log in)."""
-    verify: ssl.SSLContext | bool = _tls_context() if url.lower().startswith("https://") else False
-    async with (
-        httpx.AsyncClient(timeout=_TIMEOUT, verify=verify, auth=auth) as http,
-        anyio.create_task_group() as group,
-    ):
+    """Talk to the MCP endpoint at `url`; `headers` go on every request, `auth` signs each (and may log in).
+
+    Requests go through `http_client` when given (the caller's, left open),
+    else through a client built here with `verify` (None: the system's CAs).
+    """
+    async with AsyncExitStack() as stack:
+        http: httpx.AsyncClient | BorrowedClient
+        if http_client is not None:
+            http = BorrowedClient(http_client, auth)
+        else:
+            http = await stack.enter_async_context(
+                httpx.AsyncClient(timeout=_TIMEOUT, verify=_tls(url, verify), auth=auth)
+            )
+        group = await stack.enter_async_context(anyio.create_task_group())
         pipe = HttpPipe(url, http, group, headers)
         try:
             yield pipe

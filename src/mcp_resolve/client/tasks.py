@@ -61,8 +61,12 @@ class TaskInfo(BaseModel):
 
 
 def task_meta(client: Client) -> dict[str, Any]:
-    """The `_meta` that declares the extension on one request (declared per request, never per session)."""
-    capabilities = {**client.capabilities(), "extensions": {TASKS_EXTENSION: {}}}
+    """The `_meta` that declares the extension on one request (declared per request, never per session).
+
+    The client's own extensions stay declared next to it.
+    """
+    capabilities = client.capabilities()
+    capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
     return {CLIENT_CAPABILITIES_META_KEY: capabilities}
 
 
@@ -177,13 +181,11 @@ class TaskHandle:
         )
 
 
-async def start_task(client: Client, name: str, arguments: dict[str, Any] | None) -> TaskHandle:
-    """Call `name` declaring the extension, through any input-required rounds before the task exists."""
+async def start_task(client: Client, call: dict[str, Any]) -> TaskHandle:
+    """Make the `tools/call` with params `call` declaring the extension, through any rounds before the task exists."""
     if not client.is_modern:
         raise RuntimeError(f"tasks need protocol 2026-07-28; this client speaks {client.protocol_version}")
-    params: dict[str, Any] = {"name": name, "_meta": task_meta(client)}
-    if arguments is not None:
-        params["arguments"] = arguments
+    params = {**call, "_meta": {**(call.get("_meta") or {}), **task_meta(client)}}
     result = await client._interactive("tools/call", params)
     if result.get("resultType") == "task":
         return TaskHandle(client, str(result["taskId"]))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import INVALID_PARAMS, MCPError
 
-__all__ = ["check_declared_extensions", "validate_extension_identifier"]
+__all__ = ["check_declared_extensions", "is_extension_identifier", "validate_extension_identifier"]
 
 # A reverse-DNS prefix of dot-separated labels (a letter first, a letter or digit last, hyphens
 # between), a slash, then a name that starts and ends alphanumeric with `.`, `_`, `-` between.
@@ -22,9 +22,14 @@ _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
 _IDENTIFIER = re.compile(rf"{_LABEL}(?:\.{_LABEL})*/{_NAME}")
 
 
+def is_extension_identifier(identifier: Any) -> bool:
+    """Whether `identifier` is a `vendor-prefix/name` string with a reverse-DNS prefix (`com.example/search`)."""
+    return isinstance(identifier, str) and _IDENTIFIER.fullmatch(identifier) is not None
+
+
 def validate_extension_identifier(identifier: Any, *, owner: str) -> None:
     """Raise `TypeError` unless `identifier` is a `vendor-prefix/name` string, as the official SDK does."""
-    if not isinstance(identifier, str) or not _IDENTIFIER.fullmatch(identifier):
+    if not is_extension_identifier(identifier):
         raise TypeError(
             f"{owner}.identifier must be a `vendor-prefix/name` string "
             f"(reverse-DNS prefix required), got {identifier!r}"

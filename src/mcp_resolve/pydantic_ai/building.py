@@ -159,7 +159,7 @@ def _build(
         ),
         headers=options.headers,
         auth=options.auth,
-        verify=options.verify,
+        verify=None if options.http_client is not None else options.verify,  # the borrowed client's own
         http_client=options.http_client,
         init_timeout=DEFAULT_INIT_TIMEOUT if options.init_timeout is UNSET else options.init_timeout,
         read_timeout=DEFAULT_READ_TIMEOUT if options.read_timeout is UNSET else options.read_timeout,

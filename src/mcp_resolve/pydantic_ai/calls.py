@@ -1,10 +1,8 @@
 """One tool call as the toolset makes it: plain or as a task, with or without request `_meta`; and its hook.
 
-Without `metadata` these are `Client.call_tool(..., task=...)`. With it, the
-`_meta` has to reach the request itself, which `Client.call_tool` does not
-take yet, so the call goes through the Client's input-required loop directly
-(the same loop `call_tool` uses), and a task it starts is driven by the same
-`TaskHandle`.
+These are `Client.call_tool(..., task=..., meta=...)`: the Client sends the
+`metadata` as the request's `_meta`, runs the input-required rounds, and
+drives a task to its result.
 """
 
 from __future__ import annotations
@@ -17,8 +15,6 @@ from pydantic_ai.exceptions import UserError
 from pydantic_ai.tools import RunContext
 
 from ..client import Client
-from ..client.tasks import TaskHandle, task_meta, wants_tasks
-from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError
 from .results import ToolResult
 
 __all__ = ["CallToolFunc", "ProcessToolCallback", "call_tool"]
@@ -49,25 +45,4 @@ async def call_tool(
             "use_task=True needs protocol 2026-07-28 (the tasks extension); "
             f"this session speaks {client.protocol_version}"
         )
-    if not metadata:
-        return await client.call_tool(name, arguments, task=True if use_task else None)
-    try:
-        return await _call_with_meta(client, name, arguments, metadata, use_task)
-    except MCPError as exc:
-        if use_task or not client.is_modern or exc.code != MISSING_REQUIRED_CLIENT_CAPABILITY:
-            raise
-        if not wants_tasks(exc):
-            raise
-    return await _call_with_meta(client, name, arguments, metadata, True)  # it runs only as a task
-
-
-async def _call_with_meta(
-    client: Client, name: str, arguments: dict[str, Any], metadata: dict[str, Any], as_task: bool
-) -> CallToolResult:
-    params: dict[str, Any] = {"name": name, "arguments": arguments, "_meta": dict(metadata)}
-    if as_task:
-        params["_meta"].update(task_meta(client))
-    result = await client._interactive("tools/call", params)
-    if result.get("resultType") == "task":
-        return await TaskHandle(client, str(result["taskId"])).result()
-    return CallToolResult.model_validate(result)
+    return await client.call_tool(name, arguments, task=True if use_task else None, meta=metadata or None)

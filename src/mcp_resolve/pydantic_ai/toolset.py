@@ -137,7 +137,7 @@ class MCPToolset(AbstractToolset[AgentDepsT]):
         if isinstance(self.client, ToolsetClient):
             # A Client of ours tells the toolset every notification; a plain pre-built one cannot
             # (its lists are then dropped only on exit, or when their ttlMs runs out).
-            self.client.on_notification = self._heard
+            self.client.notification_handler = self._heard
         self._id = id
         self.max_retries = max_retries
         self.tool_error_behavior = tool_error_behavior
