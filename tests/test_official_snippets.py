@@ -100,11 +100,6 @@ class Plan:
     modes: tuple[str, ...] = ("auto", "legacy")  # the client's `mode=`: 2026-07-28 and 2025-11-25
 
 
-MIME_TYPE = (
-    "resources and templates are listed without `mimeType`; the official lists them as `text/plain` "
-    "when the decorator names none"
-)
-
 PLANS: dict[str, Plan] = {
     "basic_tool": Plan(
         calls=[
@@ -115,12 +110,9 @@ PLANS: dict[str, Plan] = {
     ),
     "basic_resource": Plan(
         templates={"file://documents/{name}": ["file://documents/readme"]},
-        xfail=MIME_TYPE,
     ),
     "basic_prompt": Plan(
         prompts=[("review_code", {"code": "print(1)"}), ("debug_error", {"error": "KeyError: 'x'"})],
-        xfail="a prompt without a docstring is listed and got without `description`; the official sends "
-        '`"description": ""` in prompts/list and prompts/get',
     ),
     "tool_progress": Plan(calls=[("long_running_task", {"task_name": "build", "steps": 3})]),
     "notifications": Plan(
@@ -169,7 +161,7 @@ PLANS: dict[str, Plan] = {
         "the third argument, where the official passes `PromptReference | ResourceTemplateReference`, "
         "`CompletionArgument` and `CompletionContext | None`, so the snippet's isinstance checks never "
         "match and every completion is empty; a `None` answer gives `total: 0, hasMore: false` (official: "
-        "`values: []` only); and " + MIME_TYPE,
+        "`values: []` only)",
     ),
     "elicitation": Plan(
         calls=[
@@ -196,7 +188,6 @@ PLANS: dict[str, Plan] = {
         calls=[("add", {"a": 40, "b": 2})],
         templates={"greeting://{name}": ["greeting://Ada"]},
         prompts=[("greet_user", {"name": "Ada"}), ("greet_user", {"name": "Ada", "style": "formal"})],
-        xfail=MIME_TYPE,
     ),
     "direct_call_tool_result": Plan(
         calls=[("advanced_tool", {}), ("validated_tool", {}), ("empty_result_tool", {})],
@@ -434,8 +425,7 @@ async def observe_with_our_client(script: Path, plan: Plan, mode: str, png: Path
 # Official reference, our server under the official client, our server under our client.
 OBSERVERS = {"official": observe, "ours": observe, "our_client": observe_with_our_client}
 # Our client drives ours for these (the official client drives every snippet), with the reason
-# when it is expected to fail. It compares no listing but the tools', so the mimeType
-# default that keeps the quickstart from porting does not show here.
+# when it is expected to fail. It compares no listing but the tools'.
 OUR_CLIENT: dict[str, str | None] = {
     "basic_tool": None,
     "tool_progress": None,

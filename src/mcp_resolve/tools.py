@@ -147,7 +147,8 @@ class Tool:
         self.scopes: tuple[str, ...] = _checked_scopes(self.name, scopes)
         """OAuth scopes a caller's token must hold (a protected HTTP server answers 403 without them)."""
         self.title = title
-        self.description = description if description is not None else inspect.getdoc(fn)
+        self.description = description or inspect.getdoc(fn) or ""
+        """Sent even when empty, as the official SDK does."""
         self.annotations = (
             ToolAnnotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
         )
@@ -237,8 +238,7 @@ class Tool:
             definition: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
             if self.title:
                 definition["title"] = self.title
-            if self.description:
-                definition["description"] = self.description
+            definition["description"] = self.description
             if self.output is not None:
                 definition["outputSchema"] = self.output.schema
             if self.annotations is not None:
