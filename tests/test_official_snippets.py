@@ -157,11 +157,6 @@ PLANS: dict[str, Plan] = {
                 {"owner": "someone-else"},
             ),
         ],
-        xfail="the `@mcp.completion()` handler gets `ref` and `argument` as dicts and our `Context` as "
-        "the third argument, where the official passes `PromptReference | ResourceTemplateReference`, "
-        "`CompletionArgument` and `CompletionContext | None`, so the snippet's isinstance checks never "
-        "match and every completion is empty; a `None` answer gives `total: 0, hasMore: false` (official: "
-        "`values: []` only)",
     ),
     "elicitation": Plan(
         calls=[
