@@ -132,13 +132,6 @@ PLANS: dict[str, Plan] = {
             ("list_cities", {}),
             ("get_temperature", {"city": "Paris"}),
         ],
-        xfail="return types the official turns into output schemas fail at registration here: "
-        "`typing.TypedDict` on Python < 3.12 (pydantic wants typing_extensions.TypedDict), an ordinary "
-        "annotated class (`UserProfile`: no schema, no structuredContent) and an unannotated class "
-        "(`UntypedConfig`, which the official serves as unstructured text); besides, structured results' "
-        "text is compact JSON where the official indents by 2, a `list[str]` result is one JSON text "
-        "block where the official sends one TextContent per item, and a `dict[str, float]` output schema "
-        "lacks the official's `title` (`get_statisticsDictOutput`)",
     ),
     "completion": Plan(
         templates={"github://repos/{owner}/{repo}": ["github://repos/modelcontextprotocol/python-sdk"]},
@@ -186,8 +179,6 @@ PLANS: dict[str, Plan] = {
     ),
     "direct_call_tool_result": Plan(
         calls=[("advanced_tool", {}), ("validated_tool", {}), ("empty_result_tool", {})],
-        xfail="a tool returning `Annotated[CallToolResult, ValidationModel]` is listed without the "
-        "`outputSchema` the official derives from `ValidationModel`",
     ),
     "direct_execution": Plan(calls=[("hello", {}), ("hello", {"name": "Ada"})]),
 }
