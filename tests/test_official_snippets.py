@@ -161,9 +161,6 @@ PLANS: dict[str, Plan] = {
         # On 2026-07-28 the official server itself refuses `ctx.elicit` mid-call (no back-channel):
         # the snippet is written for 2025-11-25, so it is compared there.
         modes=("legacy",),
-        xfail="`mcp_resolve.exceptions.UrlElicitationRequiredError` is missing (ImportError); past that, "
-        "`ctx.elicit_url` is missing, and the form's requestedSchema drops the model's `title` and "
-        "`description` that the official sends",
     ),
     "sampling": Plan(
         calls=[("generate_poem", {"topic": "owls"})],
