@@ -34,6 +34,7 @@ from .elicitation import (
     url_outcome_from_answer,
 )
 from .errors import MidCallQuestionUnavailable
+from .request_session import RequestSession
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
 
@@ -211,6 +212,11 @@ class Context(Generic[LifespanT, RequestT]):
     @property
     def request_context(self) -> _RequestContextView:
         return _RequestContextView(self._scope)
+
+    @property
+    def session(self) -> RequestSession:
+        """The official SDK's `ctx.session` methods that tool code calls, for this request (`request_session.py`)."""
+        return RequestSession(self, self._scope)
 
     @property
     def is_modern(self) -> bool:
