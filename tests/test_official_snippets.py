@@ -37,6 +37,7 @@ import anyio
 import mcp_types as types
 import pytest
 from mcp.client import Client as OfficialClient
+from mcp.client import session as official_session
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
@@ -294,6 +295,17 @@ class Recorder:
         return events
 
 
+PROBE_WINDOW = 50.0
+"""How long either client waits for `server/discover` before taking the server for a legacy one.
+
+Both clients default to 10 s, counted from the moment they spawn the server:
+with six servers importing at once on a small, busy machine, a start-up can
+take longer, and the client then speaks 2025-11-25 to a 2026-07-28 server
+(one flaky `protocol` difference in a full run). The servers here all speak
+2026-07-28 and answer as soon as they are up, so a longer window costs nothing.
+"""
+
+
 def environment() -> dict[str, str]:
     """What the server subprocess needs to import the same mcp_resolve and mcp as this process."""
     return {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": os.environ.get("PATH", "")}
@@ -376,6 +388,7 @@ async def observe_with_our_client(script: Path, plan: Plan, mode: str, png: Path
         [sys.executable, str(RUNNER), str(script)],
         mode=mode,
         env=environment(),
+        probe_timeout=PROBE_WINDOW,
         sampling_handler=sample,
         progress_handler=progress,
         # The official client asks for no log level: a 2026-07-28 server then sends no log, a
@@ -460,7 +473,9 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             for key in sorted(_wanted(request.session.items)):
                 group.start_soon(take, key)
 
-    anyio.run(main)
+    with pytest.MonkeyPatch.context() as patch:  # the official client's window is a module constant
+        patch.setattr(official_session, "DISCOVER_TIMEOUT_SECONDS", PROBE_WINDOW)
+        anyio.run(main)
     return results
 
 
