@@ -100,6 +100,7 @@ async def test_out_of_stock_asks_and_accepting_backorders(mode: str) -> None:
     assert question.message == "'Neuromancer' is out of stock (2-3 weeks). Order anyway?"
     assert question.requested_schema == {
         "type": "object",
+        "title": "Backorder",  # the model's name, as the official SDK sends it
         "properties": {
             "confirm": {"type": "boolean", "title": "Confirm", "description": "Order anyway and wait?"}
         },

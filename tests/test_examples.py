@@ -1,5 +1,6 @@
 """The examples as a new user runs them: the refund-desk client on every path, the bookshop client on both eras."""
 
+import json
 import subprocess
 from dataclasses import replace
 from typing import Annotated
@@ -93,7 +94,9 @@ def test_refund_desk_with_bearer_tokens(flags: tuple[str, ...], protocol: str) -
     assert out.startswith("Without a token the desk refuses: Unauthorized: this server needs a bearer token")
     assert f"Refund desk over HTTP, protocol {protocol}, as alice (bearer token)" in out
     rounds = MODERN_ROUNDS if protocol == "2026-07-28" else LEGACY_REQUESTS
-    extra = ["round trips: 1"] if protocol == "2026-07-28" else ["requests: 1 (questions were asked mid-call)"]
+    extra = (
+        ["round trips: 1"] if protocol == "2026-07-28" else ["requests: 1 (questions were asked mid-call)"]
+    )
     assert_story(done, rounds=rounds + extra)
     assert "7. refund_order(order_id='ORD-8001', reason='it is my order, really', customer_id='bob')" in out
     assert "error: Error executing tool refund_order: unknown order 'ORD-8001'" in out
@@ -111,10 +114,14 @@ async def test_refund_desk_client_catches_a_wrong_server() -> None:
     person = client_module.Person(lines.append)
     async with client_module.CountingClient(server.mcp, elicitation_handler=person) as client:
         failures = await client_module.play(client, person, lines.append)
-    assert failures == [
-        "call 1: expected a receipt with {'cents': 999, 'restocked': False}, got "
-        '\'{"order_id":"ORD-7001","reason":"the download never arrived","cents":1999,'
-        '"restocked":false}\''
+    receipt = {
+        "order_id": "ORD-7001",
+        "reason": "the download never arrived",
+        "cents": 1999,
+        "restocked": False,
+    }
+    assert failures == [  # the receipt's text is its JSON indented by 2, as the official SDK sends it
+        f"call 1: expected a receipt with {{'cents': 999, 'restocked': False}}, got {json.dumps(receipt, indent=2)!r}"
     ]
 
 

@@ -157,6 +157,7 @@ async def test_a_resolvers_question_is_the_tasks_input_required(raw: Raw) -> Non
                 "message": "Go ahead with 7?",
                 "requestedSchema": {
                     "type": "object",
+                    "title": "Ok",  # the model's name, as the official SDK sends it
                     "properties": {"ok": {"title": "Ok", "type": "boolean"}},
                     "required": ["ok"],
                 },

@@ -27,12 +27,15 @@ from typing_extensions import TypeVar  # TypeVar(default=...) (PEP 696) before P
 
 from .elicitation import (
     AcceptedElicitation,
+    AcceptedUrlElicitation,
     CancelledElicitation,
     DeclinedElicitation,
     outcome_from_answer,
+    url_outcome_from_answer,
 )
 from .errors import MidCallQuestionUnavailable
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
+from .request_session import RequestSession
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
 
@@ -227,6 +230,11 @@ class Context(Generic[LifespanT, RequestT]):
         return _RequestContextView(self._scope)
 
     @property
+    def session(self) -> RequestSession:
+        """The official SDK's `ctx.session` methods that tool code calls, for this request (`request_session.py`)."""
+        return RequestSession(self, self._scope)
+
+    @property
     def is_modern(self) -> bool:
         return self._scope.era == "modern"
 
@@ -307,6 +315,26 @@ class Context(Generic[LifespanT, RequestT]):
         question = render_question(Elicit(message, schema))
         answer = await send(question["method"], question["params"])
         return outcome_from_answer(schema, answer)
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str
+    ) -> AcceptedUrlElicitation | DeclinedElicitation | CancelledElicitation:
+        """Ask the person to visit `url` for something that must not pass through the client (handshake era).
+
+        URL-mode elicitation (2025-11-25): an OAuth consent, a payment, a
+        secret typed into your own page. The answer is only whether they agreed
+        to go; the work happens at the URL. To stop a request until it is done
+        instead, raise `UrlElicitationRequiredError`, which works on either era.
+        """
+        send = self._scope.send_request
+        if self._scope.era == "modern" or send is None:
+            raise MidCallQuestionUnavailable(
+                f"ctx.elicit_url() cannot ask the client mid-call on protocol {self._scope.protocol_version}: "
+                "raise UrlElicitationRequiredError([ElicitRequestURLParams(...)]) instead, and the client "
+                "retries once the person has visited the URL"
+            )
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        return url_outcome_from_answer(await send("elicitation/create", params))
 
     async def sample(
         self,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError, WithJsonSchema
 
 __all__ = [
     "AcceptedElicitation",
+    "AcceptedUrlElicitation",
     "CancelledElicitation",
     "DeclinedElicitation",
     "ElicitationResult",
@@ -24,6 +25,7 @@ __all__ = [
     "is_elicitation_result_type",
     "outcome_from_answer",
     "titled_choices",
+    "url_outcome_from_answer",
 ]
 
 ElicitSchemaModelT = TypeVar("ElicitSchemaModelT", bound=BaseModel)
@@ -34,6 +36,17 @@ class AcceptedElicitation(BaseModel, Generic[ElicitSchemaModelT]):
 
     action: Literal["accept"] = "accept"
     data: ElicitSchemaModelT
+
+
+class AcceptedUrlElicitation(BaseModel):
+    """Result when the person agrees to visit the URL of a URL-mode question.
+
+    Only consent: what happens at the URL stays out of band, and the server
+    learns of it there (then may tell the client with
+    `ctx.session.send_elicit_complete(elicitation_id)`).
+    """
+
+    action: Literal["accept"] = "accept"
 
 
 class DeclinedElicitation(BaseModel):
@@ -113,6 +126,9 @@ def form_schema(model: type[BaseModel]) -> dict[str, Any]:
     for name, prop in raw.get("properties", {}).items():
         properties[name] = _flatten_property(model, name, prop, defs)
     schema: dict[str, Any] = {"type": "object", "properties": properties}
+    for key in ("title", "description"):  # the model's name and docstring, which the official sends too
+        if key in raw:
+            schema[key] = raw[key]
     if raw.get("required"):
         schema["required"] = list(raw["required"])
     _SCHEMA_CACHE[model] = schema
@@ -183,6 +199,20 @@ def titled_choices(titles: Mapping[str, str], *, multiple: bool = False) -> With
     if multiple:
         return WithJsonSchema({"type": "array", "items": {"anyOf": options}})
     return WithJsonSchema({"type": "string", "oneOf": options})
+
+
+def url_outcome_from_answer(
+    answer: dict[str, Any],
+) -> AcceptedUrlElicitation | DeclinedElicitation | CancelledElicitation:
+    """Turn the answer to a URL-mode question into an outcome (it carries no content)."""
+    action = answer.get("action")
+    if action == "accept":
+        return AcceptedUrlElicitation()
+    if action == "decline":
+        return DeclinedElicitation()
+    if action == "cancel":
+        return CancelledElicitation()
+    raise ValueError(f"unknown elicitation action {action!r}")
 
 
 def outcome_from_answer(

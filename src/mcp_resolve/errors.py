@@ -27,6 +27,8 @@ from mcp_types import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    URL_ELICITATION_REQUIRED,
+    ElicitRequestURLParams,
 )
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "ToolError",
     "UnexpectedResourceError",
     "UnexpectedToolError",
+    "UrlElicitationRequiredError",
 ]
 
 INVALID_STATE_MESSAGE = "Invalid or expired requestState"
@@ -148,6 +151,31 @@ class MCPError(Exception):
     @classmethod
     def invalid_state(cls) -> MCPError:
         return cls(INVALID_PARAMS, INVALID_STATE_MESSAGE)
+
+
+class UrlElicitationRequiredError(MCPError):
+    """The request cannot go on until the person has visited one or more URLs (error -32042).
+
+    Raise it from a tool (or a resolver) where the work needs something done
+    out of band first, an OAuth consent or a payment: the client shows the
+    URLs and may retry once the person is done. The official SDK's class, with
+    its code, message and `data.elicitations`.
+    """
+
+    def __init__(self, elicitations: list[ElicitRequestURLParams], message: str | None = None) -> None:
+        self.elicitations = list(elicitations)
+        """The URL elicitations the client must complete."""
+        super().__init__(
+            URL_ELICITATION_REQUIRED,
+            message
+            if message is not None
+            else f"URL elicitation{'s' if len(elicitations) > 1 else ''} required",
+            {
+                "elicitations": [
+                    e.model_dump(by_alias=True, exclude_none=True, mode="json") for e in elicitations
+                ]
+            },
+        )
 
 
 def unknown_name(kind: str, name: object, known: Iterable[str]) -> str:

@@ -14,8 +14,10 @@ port by changing the import:
   (`UnexpectedResourceError`), its text kept in the server log.
 - `InvalidSignature`: a handler the framework cannot serve, at registration.
 
-`MCPError` (a JSON-RPC error of your choosing) is ours, and passes through all
-of the above unchanged.
+`MCPError` (a JSON-RPC error of your choosing, the official's
+`mcp.shared.exceptions.MCPError`) passes through all of the above unchanged,
+as does its `UrlElicitationRequiredError` (-32042, with `data.elicitations`):
+the client must send the person to those URLs before the request can succeed.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from .errors import (
     ToolError,
     UnexpectedResourceError,
     UnexpectedToolError,
+    UrlElicitationRequiredError,
 )
 
 __all__ = [
@@ -40,4 +43,5 @@ __all__ = [
     "ToolError",
     "UnexpectedResourceError",
     "UnexpectedToolError",
+    "UrlElicitationRequiredError",
 ]

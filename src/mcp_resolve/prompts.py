@@ -46,7 +46,8 @@ class Prompt:
         self.fn = fn
         self.name = name or fn.__name__
         self.title = title
-        self.description = description if description is not None else inspect.getdoc(fn)
+        self.description = description or inspect.getdoc(fn) or ""
+        """Sent even when empty, in the listing and in every answer, as the official SDK does."""
         self.meta = meta
         self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
         self.arguments = []
@@ -61,8 +62,7 @@ class Prompt:
         definition: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
         if self.title:
             definition["title"] = self.title
-        if self.description:
-            definition["description"] = self.description
+        definition["description"] = self.description
         if self.meta:
             definition["_meta"] = self.meta
         return definition
@@ -71,7 +71,4 @@ class Prompt:
         value = await self.signature.run_detached(arguments, context, failing=f"rendering prompt {self.name}")
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-        result: dict[str, Any] = {"messages": _messages(value)}
-        if self.description:
-            result["description"] = self.description
-        return result
+        return {"description": self.description, "messages": _messages(value)}

@@ -78,7 +78,8 @@ class _ResourceBase:
         self.uri = uri
         self.name = name or getattr(fn, "__name__", uri)
         self.title = title
-        self.description = description if description is not None else inspect.getdoc(fn)
+        self.description = description or inspect.getdoc(fn) or ""
+        """Sent even when empty, as the official SDK does."""
         self.mime_type = mime_type
         self.annotations = (
             Annotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
@@ -93,10 +94,8 @@ class _ResourceBase:
         entry: dict[str, Any] = {uri_key: self.uri, "name": self.name}
         if self.title:
             entry["title"] = self.title
-        if self.description:
-            entry["description"] = self.description
-        if self.mime_type:
-            entry["mimeType"] = self.mime_type
+        entry["description"] = self.description
+        entry["mimeType"] = self.mime_type or "text/plain"  # the official's default, named or not
         if self.annotations is not None:
             entry["annotations"] = self.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
         if self.icons:

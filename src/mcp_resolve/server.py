@@ -22,6 +22,7 @@ import anyio
 from mcp_types import Annotations, CallToolResult, Icon, Implementation, InputRequiredResult, ToolAnnotations
 
 from .caching import CacheableMethod, CacheHint, checked_cache_hints
+from .completion import Completer
 from .context import Context
 from .deployment import choose_stores
 from .direct import call_tool_directly
@@ -63,7 +64,6 @@ __all__ = ["MCPServer"]
 F = TypeVar("F", bound=Callable[..., Any])
 Handler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 Lifespan = Callable[["MCPServer"], AbstractAsyncContextManager[Any]]
-CompletionHandler = Callable[..., Awaitable[Any]]
 
 RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
 
@@ -218,7 +218,7 @@ class MCPServer:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
         self._prompts: dict[str, Prompt] = {}
-        self._completion: CompletionHandler | None = None
+        self._completion: Completer | None = None
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
@@ -417,10 +417,16 @@ class MCPServer:
         return register
 
     def completion(self) -> Callable[[F], F]:
-        """Register the argument-completion handler: `async def complete(ref, argument, context)`."""
+        """Register the argument-completion handler: `async def complete(ref, argument, context)`.
+
+        As in the official SDK, it gets a `PromptReference | ResourceTemplateReference`,
+        a `CompletionArgument` and a `CompletionContext | None`, and returns a
+        `Completion` or None; annotated with `dict` and `Context`, it gets the
+        request's dicts and the Context instead (`completion.py`).
+        """
 
         def register(fn: F) -> F:
-            self._completion = fn
+            self._completion = Completer(fn)
             return fn
 
         return register
@@ -742,17 +748,10 @@ class MCPServer:
             raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {exc}") from None
 
     async def _complete(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        ref, argument = params.get("ref"), params.get("argument")
-        if not isinstance(ref, dict) or not isinstance(argument, dict):
-            raise MCPError(INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'")
-        values: Any = []
-        if self._completion is not None:
-            values = await self._completion(ref, argument, context) or []
-        if isinstance(values, dict):
-            completion = dict(values)
-        elif hasattr(values, "model_dump"):
-            completion = values.model_dump(by_alias=True, exclude_none=True, mode="json")
-        else:
-            values = [str(v) for v in values]
-            completion = {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}
-        return {"completion": completion}
+        if self._completion is None:
+            if not isinstance(params.get("ref"), dict) or not isinstance(params.get("argument"), dict):
+                raise MCPError(
+                    INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'"
+                )
+            return {"completion": {"values": []}}
+        return await self._completion.complete(params, context)

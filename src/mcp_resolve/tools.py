@@ -1,7 +1,7 @@
 """A registered tool: its wire description, and how a call becomes a `CallToolResult`.
 
 The input schema is the signature's model-facing arguments as pydantic sees
-them; a typed return adds an output schema and `structuredContent`. Every
+them; a typed return adds an output schema and `structuredContent` (`output.py`). Every
 failure an author can cause (bad arguments, `ToolError` or `ResourceError`, a
 declined question, an unexpected exception) becomes a tool error result the
 model can read; only protocol problems (`MCPError`) become JSON-RPC errors.
@@ -9,26 +9,13 @@ model can read; only protocol problems (`MCPError`) become JSON-RPC errors.
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import logging
-import types
 from collections.abc import Callable, Sequence
-from typing import Any, Union, get_args, get_origin, get_type_hints
+from typing import Any, get_type_hints
 
-import pydantic_core
-from mcp_types import (
-    AudioContent,
-    CallToolResult,
-    EmbeddedResource,
-    ImageContent,
-    InputRequiredResult,
-    ResourceLink,
-    TextContent,
-    ToolAnnotations,
-)
-from pydantic import BaseModel, TypeAdapter, create_model
-from typing_extensions import is_typeddict  # knows typing_extensions.TypedDict (pydantic's before 3.12)
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel
 
 from .context import Context
 from .errors import (
@@ -39,6 +26,7 @@ from .errors import (
     UnexpectedResourceError,
     UnexpectedToolError,
 )
+from .output import Output, output_for, to_content
 from .protocol.param_headers import InvalidHeaderDeclaration, header_declarations
 from .signature import ArgumentError, HandlerSignature, Overrides
 
@@ -46,30 +34,9 @@ __all__ = ["Tool", "error_result", "to_content"]
 
 logger = logging.getLogger("mcp_resolve.tools")
 
-CONTENT_TYPES = (TextContent, ImageContent, AudioContent, EmbeddedResource, ResourceLink)
-
 
 def _dump(model: BaseModel) -> dict[str, Any]:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-
-def to_content(value: Any) -> list[dict[str, Any]]:
-    """Any return value as a list of content blocks (wire dicts)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [{"type": "text", "text": value}]
-    if isinstance(value, CONTENT_TYPES):
-        return [_dump(value)]
-    to_block = getattr(value, "to_content_block", None)
-    if callable(to_block):
-        return [_dump(to_block())]
-    if isinstance(value, (list, tuple)):
-        blocks: list[dict[str, Any]] = []
-        for item in value:
-            blocks.extend(to_content(item))
-        return blocks
-    return [{"type": "text", "text": pydantic_core.to_json(value, fallback=str).decode()}]
 
 
 def error_result(tool_name: str, message: str) -> dict[str, Any]:
@@ -77,48 +44,6 @@ def error_result(tool_name: str, message: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": f"Error executing tool {tool_name}: {message}"}],
         "isError": True,
     }
-
-
-def _is_content_annotation(annotation: Any) -> bool:
-    origin = get_origin(annotation)
-    if origin in (list, tuple, Union, types.UnionType):
-        return any(_is_content_annotation(arg) for arg in get_args(annotation) if arg is not Ellipsis)
-    return isinstance(annotation, type) and (
-        issubclass(annotation, (*CONTENT_TYPES, CallToolResult, InputRequiredResult))
-        or hasattr(annotation, "to_content_block")
-    )
-
-
-def _is_object_type(annotation: Any) -> bool:
-    if isinstance(annotation, type) and (
-        issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation) or is_typeddict(annotation)
-    ):
-        return True
-    return get_origin(annotation) is dict
-
-
-_VERBATIM = (str, int, bool)
-"""Return types whose values (of exactly that type) are already JSON."""
-
-
-class _Output:
-    """How a typed return becomes `structuredContent`, decided once at registration."""
-
-    def __init__(self, tool_name: str, annotation: Any) -> None:
-        self.wrap = not _is_object_type(annotation)
-        if self.wrap:
-            model = create_model(f"{tool_name}Output", result=(annotation, ...))
-            self.schema = model.model_json_schema(mode="serialization")
-        else:
-            self.schema = TypeAdapter(annotation).json_schema(mode="serialization")
-        self.adapter: TypeAdapter[Any] = TypeAdapter(annotation)
-        self._verbatim = annotation if annotation in _VERBATIM else None
-
-    def structured(self, value: Any) -> Any:
-        if type(value) is self._verbatim:  # a str, int or bool is its own JSON form: no serializer needed
-            return {"result": value}
-        dumped = self.adapter.dump_python(value, mode="json")
-        return {"result": dumped} if self.wrap else dumped
 
 
 class Tool:
@@ -147,7 +72,8 @@ class Tool:
         self.scopes: tuple[str, ...] = _checked_scopes(self.name, scopes)
         """OAuth scopes a caller's token must hold (a protected HTTP server answers 403 without them)."""
         self.title = title
-        self.description = description if description is not None else inspect.getdoc(fn)
+        self.description = description or inspect.getdoc(fn) or ""
+        """Sent even when empty, as the official SDK does."""
         self.annotations = (
             ToolAnnotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
         )
@@ -219,26 +145,21 @@ class Tool:
         except InvalidHeaderDeclaration as exc:
             raise InvalidSignature(f"tool {self.name}: {exc}") from None
 
-    def _output_spec(self, structured_output: bool | None) -> _Output | None:
+    def _output_spec(self, structured_output: bool | None) -> Output | None:
         if structured_output is False:
             return None
         try:
-            annotation = get_type_hints(self.fn).get("return", inspect.Signature.empty)
+            annotation = get_type_hints(self.fn, include_extras=True).get("return", inspect.Signature.empty)
         except Exception:
             annotation = inspect.Signature.empty
-        if annotation in (inspect.Signature.empty, None, type(None)) or _is_content_annotation(annotation):
-            if structured_output:
-                raise TypeError(f"tool {self.name}: structured_output=True needs a typed, non-content return")
-            return None
-        return _Output(self.name, annotation)
+        return output_for(self.name, annotation, structured_output)
 
     def definition(self) -> dict[str, Any]:
         if self._definition is None:
             definition: dict[str, Any] = {"name": self.name, "inputSchema": self.input_schema}
             if self.title:
                 definition["title"] = self.title
-            if self.description:
-                definition["description"] = self.description
+            definition["description"] = self.description
             if self.output is not None:
                 definition["outputSchema"] = self.output.schema
             if self.annotations is not None:
@@ -258,6 +179,7 @@ class Tool:
             return error_result(self.name, f"invalid arguments: {exc}")
         try:
             value = await self.signature.invoke(values, context)
+            return self.convert_result(value)
         except MCPError:
             raise
         except (
@@ -269,26 +191,24 @@ class Tool:
                 logger.error("tool %s: a tool or resource it used crashed", self.name, exc_info=exc)
             return error_result(self.name, str(exc))
         except Exception as exc:
-            logger.exception("tool %s raised", self.name)
+            logger.exception("tool %s raised, or its result could not be converted", self.name)
             return error_result(self.name, _describe_unexpected(exc))
-        return self.convert_result(value)
 
     def convert_result(self, value: Any) -> dict[str, Any]:
+        """The tool's return value as its wire result (`output.py` says how)."""
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
         if isinstance(value, CallToolResult):
+            if self.output is not None and not value.is_error:
+                self.output.check(value.structured_content)
             return _dump(value)
-        result: dict[str, Any] = {}
-        if self.output is not None:
-            structured = self.output.structured(value)
-            shown = structured["result"] if self.output.wrap else structured
-            text = shown if isinstance(shown, str) else pydantic_core.to_json(shown).decode()
-            result["content"] = [{"type": "text", "text": text}]
-            result["structuredContent"] = structured
-        else:
-            result["content"] = to_content(value)
-        result["isError"] = False
-        return result
+        if self.output is None:
+            return {"content": to_content(value), "isError": False}
+        return {
+            "content": to_content(value),
+            "structuredContent": self.output.structured(value),
+            "isError": False,
+        }
 
 
 def _checked_scopes(tool_name: str, scopes: Sequence[str] | None) -> tuple[str, ...]:
