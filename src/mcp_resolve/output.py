@@ -31,7 +31,7 @@ import logging
 import sys
 import types
 from collections.abc import Callable
-from typing import Annotated, Any, NotRequired, Required, Union, cast, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Union, cast, get_args, get_origin, get_type_hints
 
 import pydantic_core
 from mcp_types import (
@@ -52,7 +52,7 @@ from pydantic import (
     TypeAdapter,
     create_model,
 )
-from typing_extensions import TypedDict, is_typeddict
+from typing_extensions import NotRequired, Required, TypedDict, is_typeddict  # typing's are 3.11+
 
 from .errors import InvalidSignature
 
@@ -163,7 +163,7 @@ def output_for(tool_name: str, annotation: Any, structured_output: bool | None) 
     if _is_type(base, CallToolResult):
         if not metadata:
             return None
-        annotation = Annotated[(metadata[0], *metadata[1:])] if len(metadata) > 1 else metadata[0]
+        annotation = Annotated[tuple(metadata)] if len(metadata) > 1 else metadata[0]
         base, metadata = _split(annotation)
     elif structured_output is None and is_content_annotation(base):
         return None
