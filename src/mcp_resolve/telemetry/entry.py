@@ -1,0 +1,136 @@
+"""The entry: `instrument(server)` gives the server a `Telemetry`, which the protocol layer then calls.
+
+`Telemetry` is what `MCPServer.telemetry` holds (the `ServerTelemetry` of
+`protocol/hooks.py`): the server's tracer, meter and instruments, and the two
+calls the protocol layer makes, one per request (`requests`) and one per
+background round of a task (`rounds`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import metrics, trace
+
+from . import instruments
+from .requests import observe_request
+from .rounds import observe_task_round
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from ..protocol.hooks import RequestWatch
+    from ..protocol.jsonrpc import IncomingRequest
+    from ..resolve.run import RunObserver
+    from ..server import MCPServer
+
+INSTRUMENTATION_NAME = "mcp_resolve"
+
+_PROTOCOL_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "server/discover",
+    }
+)
+"""Methods the protocol layer answers itself, beside the server's method table."""
+
+
+def instrument(
+    server: MCPServer,
+    *,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    record_arguments: Iterable[str] = (),
+) -> Telemetry:
+    """Trace and measure every request `server` serves, on every transport and both eras.
+
+    Without providers, the global ones are used (`opentelemetry.trace` and
+    `opentelemetry.metrics`), looked up when each span or measurement is made,
+    so the SDK may be configured before or after this call. `record_arguments`
+    names the tools whose call arguments are recorded
+    (`gen_ai.tool.call.arguments`); for every other tool they never are.
+    """
+    telemetry = Telemetry(
+        server,
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        record_arguments=record_arguments,
+    )
+    server.telemetry = telemetry
+    return telemetry
+
+
+def uninstrument(server: MCPServer) -> None:
+    """Stop observing `server`: its requests go back to costing one check each."""
+    server.telemetry = None
+
+
+class Telemetry:
+    """A server's tracer, meter and instruments; `MCPServer.telemetry` once `instrument` set it."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
+        record_arguments: Iterable[str] = (),
+    ) -> None:
+        from .. import __version__
+
+        if isinstance(record_arguments, str):
+            raise TypeError("record_arguments takes tool names, e.g. ['refund_order']")
+        self._server = weakref.ref(server)
+        self.record_arguments = frozenset(record_arguments)
+        self.methods = frozenset(getattr(server, "_handlers", ())) | _PROTOCOL_METHODS
+        self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider=tracer_provider)
+        meter = metrics.get_meter(INSTRUMENTATION_NAME, __version__, meter_provider=meter_provider)
+        self.operation_duration = instruments.operation_duration(meter)
+        self.resolver_duration = instruments.resolver_duration(meter)
+        self.rounds = instruments.rounds(meter)
+        self.questions = instruments.questions(meter)
+        self.rejections = instruments.rejections(meter)
+        instruments.active_sessions(meter, self._server)
+
+    async def observe(
+        self,
+        request: IncomingRequest,
+        meta: Any,
+        headers: Mapping[str, str] | None,
+        respond: Callable[[RequestWatch], Awaitable[dict[str, Any]]],
+        *,
+        modern: bool,
+        protocol_version: str | None,
+    ) -> dict[str, Any]:
+        """Serve `request` through `respond` inside its span, then record how it went."""
+        return await observe_request(
+            self, request, meta, headers, respond, modern=modern, protocol_version=protocol_version
+        )
+
+    async def observe_task_round(
+        self,
+        *,
+        tool: str,
+        task_id: str,
+        round_number: int,
+        trace_context: Mapping[str, str] | None,
+        trigger: RunObserver | None,
+        run: Callable[[RequestWatch], Awaitable[tuple[str, Any]]],
+    ) -> tuple[str, Any]:
+        """Run one round of a task through `run` inside its span, then record how it went."""
+        return await observe_task_round(
+            self,
+            tool=tool,
+            task_id=task_id,
+            round_number=round_number,
+            trace_context=trace_context,
+            trigger=trigger,
+            run=run,
+        )
