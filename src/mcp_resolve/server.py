@@ -25,7 +25,7 @@ from . import registration, serving
 from .caching import CacheableMethod, CacheHint, checked_cache_hints
 from .completion import Completer
 from .context import Context
-from .deployment import choose_stores
+from .deployment import choose_keys_and_stores
 from .direct import call_tool_directly
 from .errors import METHOD_NOT_FOUND, MCPError, ToolError, unknown_name
 from .methods import Handler, method_table
@@ -62,14 +62,6 @@ _NO_AUTHORIZATION_SERVER = (
     "(Keycloak, Auth0, Okta, Ory Hydra, ...) and make this server a resource server: "
     "MCPServer(..., token_verifier=JWTVerifier(...) or IntrospectionVerifier(...), "
     "auth=AuthSettings(issuer_url=..., resource_server_url=...)) from mcp_resolve.auth (docs/auth.md)."
-)
-
-_UNNAMED_SHARED_KEYS = (
-    "this server has no name but seals requestState with shared keys (request_state_security or "
-    "MCP_RESOLVE_STATE_KEYS): sealed state carries the server name as its audience, so that state "
-    "minted by another service holding the same keys is refused, and unnamed servers would all "
-    f"stamp {DEFAULT_NAME!r}. Name the server (MCPServer('my-service')) or set "
-    "RequestStateSecurity(audience=...)."
 )
 
 
@@ -163,18 +155,7 @@ class MCPServer:
         """Per-method `ttlMs`/`cacheScope` of 2026-07-28 results (see `cache_hint`)."""
         self.resource_security = resource_security
         """The checks a template's extracted values pass unless `@mcp.resource(security=...)` says otherwise."""
-        # The operator's settings (MCP_RESOLVE_*), read when an argument leaves a choice to them.
-        from .settings import load_settings
-
-        settings = load_settings() if request_state_security is None or redis_url is None else None
-        if settings is not None and redis_url is None:
-            redis_url = settings.redis()
-        self.request_state_security = request_state_security or RequestStateSecurity.from_keys(
-            None if settings is None else settings.state_key_ring()
-        )
-        security = self.request_state_security
-        if not name and not security.is_ephemeral and security.audience is None:
-            raise ValueError(_UNNAMED_SHARED_KEYS)
+        self.request_state_security: RequestStateSecurity
         self.task_store = task_store
         """Where tasks live: a TaskStore, a SQLite file path, or None for in memory (made on first use)."""
         self.replay_store: ReplayStore
@@ -184,9 +165,11 @@ class MCPServer:
         """Keeps handshake-era SSE events so a client can resume with Last-Event-ID (None: not resumable)."""
         self.redis: Any
         self.session_store: Any
-        # Chosen once, here: explicit stores, else Redis when redis_url or MCP_RESOLVE_REDIS_URL is set.
-        choose_stores(
+        # Chosen once, here: the arguments, else the operator's settings (MCP_RESOLVE_STATE_KEYS, _REDIS_URL).
+        choose_keys_and_stores(
             self,
+            named=bool(name),
+            request_state_security=request_state_security,
             redis_url=redis_url,
             replay_store=replay_store,
             subscription_bus=subscription_bus,
