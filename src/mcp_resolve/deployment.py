@@ -1,6 +1,8 @@
-"""Whether a deployment can work at all, checked before it serves: a policy the CLI and the HTTP app share.
+"""What a deployment gives a server, and whether it can work at all: a policy the server, CLI and HTTP app share.
 
-A fleet of workers that each seal requestState with a key of their own would
+A server's requestState keys and stores are chosen once, when it is built:
+what the arguments say, else the operator's settings (MCP_RESOLVE_STATE_KEYS,
+MCP_RESOLVE_REDIS_URL), else per-process ones. A fleet of workers that each seal requestState with a key of their own would
 reject most multi-round retries at random, since the rounds of one call land
 on any worker. Refusing to start is kinder than failing at random.
 """
@@ -12,7 +14,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from .replay import MemoryReplayStore
-from .sealing import ENV_KEYS
+from .sealing import ENV_KEYS, RequestStateSecurity
 
 if TYPE_CHECKING:
     from .replay import ReplayStore
@@ -20,7 +22,13 @@ if TYPE_CHECKING:
     from .stores.bus import SubscriptionBus
     from .stores.events import EventStore
 
-__all__ = ["REDIS_URL_ENV", "check_state_keys", "choose_stores", "process_local_stores"]
+__all__ = [
+    "REDIS_URL_ENV",
+    "check_state_keys",
+    "choose_keys_and_stores",
+    "choose_stores",
+    "process_local_stores",
+]
 
 REDIS_URL_ENV = "MCP_RESOLVE_REDIS_URL"
 """One switch for a fleet: every store of every server in the process on this Redis."""
@@ -28,6 +36,14 @@ REDIS_URL_ENV = "MCP_RESOLVE_REDIS_URL"
 logger = logging.getLogger("mcp_resolve.http")
 
 _warned_ephemeral: weakref.WeakSet[Any] = weakref.WeakSet()
+
+_UNNAMED_SHARED_KEYS = (
+    "this server has no name but seals requestState with shared keys (request_state_security or "
+    "MCP_RESOLVE_STATE_KEYS): sealed state carries the server name as its audience, so that state "
+    "minted by another service holding the same keys is refused, and unnamed servers would all "
+    "stamp {name!r}. Name the server (MCPServer('my-service')) or set "
+    "RequestStateSecurity(audience=...)."
+)
 
 
 def check_state_keys(server: MCPServer, workers: int) -> None:
@@ -59,6 +75,42 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
         )
 
 
+def choose_keys_and_stores(
+    server: MCPServer,
+    *,
+    named: bool,
+    request_state_security: RequestStateSecurity | None,
+    redis_url: str | None,
+    replay_store: ReplayStore | None,
+    subscription_bus: SubscriptionBus | None,
+    event_store: EventStore | None,
+) -> None:
+    """Give `server` its requestState security and its stores: the arguments, else the operator's settings.
+
+    The settings are read only when an argument leaves a choice to them. An
+    unnamed server sealing with shared keys is refused: every unnamed server
+    would stamp the same audience, so state one minted would open on another.
+    """
+    from .settings import load_settings
+
+    settings = load_settings() if request_state_security is None or redis_url is None else None
+    if settings is not None and redis_url is None:
+        redis_url = settings.redis()
+    server.request_state_security = request_state_security or RequestStateSecurity.from_keys(
+        None if settings is None else settings.state_key_ring()
+    )
+    security = server.request_state_security
+    if not named and not security.is_ephemeral and security.audience is None:
+        raise ValueError(_UNNAMED_SHARED_KEYS.format(name=server.name))
+    choose_stores(
+        server,
+        redis_url=redis_url,
+        replay_store=replay_store,
+        subscription_bus=subscription_bus,
+        event_store=event_store,
+    )
+
+
 def choose_stores(
     server: MCPServer,
     *,
@@ -70,7 +122,7 @@ def choose_stores(
     """Give `server` its stores, once: those passed, else Redis ones when a URL is set, else in-process ones.
 
     `redis_url` is already resolved (the argument, else MCP_RESOLVE_REDIS_URL:
-    `MCPServer` reads the settings); without one, nothing of redis-py (nor of
+    `choose_keys_and_stores` reads the settings); without one, nothing of redis-py (nor of
     the shared-store code) is imported. Stores passed explicitly always win, so
     one can stay embedded on purpose.
     """

@@ -1,50 +1,40 @@
-"""MCPServer: what a server offers (tools, resources, prompts) and the method table serving it.
+"""MCPServer: what a server offers (tools, resources, prompts), the facade every transport serves.
 
-Registration does all the analysis (schemas, resolver plans); the method
-handlers here are era-free and return wire dicts. `protocol/` decides which
-era a request speaks and finishes results accordingly; `transports/` moves
-the bytes.
+This module is the public face: construction, the registration decorators,
+what the server says about itself (serverInfo, capabilities, cache hints) and
+the method table. The work behind the facade has its own modules:
+`registration` builds and files components (all the analysis: schemas,
+resolver plans), `methods` holds the era-free handlers that answer requests
+with wire dicts, `serving` runs the lifespan and picks a transport.
+`protocol/` decides which era a request speaks and finishes results
+accordingly; `transports/` moves the bytes.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import partial
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-import anyio
 from mcp_types import Annotations, CallToolResult, Icon, Implementation, InputRequiredResult, ToolAnnotations
 
+from . import registration, serving
 from .caching import CacheableMethod, CacheHint, checked_cache_hints
 from .completion import Completer
 from .context import Context
-from .deployment import choose_stores
+from .deployment import choose_keys_and_stores
 from .direct import call_tool_directly
-from .errors import (
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    MCPError,
-    ResourceError,
-    ResourceNotFoundError,
-    ToolError,
-    UnexpectedResourceError,
-    unknown_name,
-)
+from .errors import METHOD_NOT_FOUND, MCPError, ToolError, unknown_name
+from .methods import Handler, method_table
 from .prompts import Prompt
-from .protocol.param_headers import check_param_headers
 from .replay import ReplayStore
 from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
-from .resources import Resource, ResourceTemplate, UnsafeParameter
+from .resources import Resource, ResourceTemplate
 from .sealing import RequestStateSecurity
-from .signature import ArgumentError, Overrides
+from .signature import Overrides
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -62,10 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["MCPServer"]
 
 F = TypeVar("F", bound=Callable[..., Any])
-Handler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 Lifespan = Callable[["MCPServer"], AbstractAsyncContextManager[Any]]
-
-RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
 
 DEFAULT_NAME = "mcp-server"
 """The name of a server built without one: the official SDK's, so a ported server reports the same."""
@@ -75,14 +62,6 @@ _NO_AUTHORIZATION_SERVER = (
     "(Keycloak, Auth0, Okta, Ory Hydra, ...) and make this server a resource server: "
     "MCPServer(..., token_verifier=JWTVerifier(...) or IntrospectionVerifier(...), "
     "auth=AuthSettings(issuer_url=..., resource_server_url=...)) from mcp_resolve.auth (docs/auth.md)."
-)
-
-_UNNAMED_SHARED_KEYS = (
-    "this server has no name but seals requestState with shared keys (request_state_security or "
-    "MCP_RESOLVE_STATE_KEYS): sealed state carries the server name as its audience, so that state "
-    "minted by another service holding the same keys is refused, and unnamed servers would all "
-    f"stamp {DEFAULT_NAME!r}. Name the server (MCPServer('my-service')) or set "
-    "RequestStateSecurity(audience=...)."
 )
 
 
@@ -176,18 +155,7 @@ class MCPServer:
         """Per-method `ttlMs`/`cacheScope` of 2026-07-28 results (see `cache_hint`)."""
         self.resource_security = resource_security
         """The checks a template's extracted values pass unless `@mcp.resource(security=...)` says otherwise."""
-        # The operator's settings (MCP_RESOLVE_*), read when an argument leaves a choice to them.
-        from .settings import load_settings
-
-        settings = load_settings() if request_state_security is None or redis_url is None else None
-        if settings is not None and redis_url is None:
-            redis_url = settings.redis()
-        self.request_state_security = request_state_security or RequestStateSecurity.from_keys(
-            None if settings is None else settings.state_key_ring()
-        )
-        security = self.request_state_security
-        if not name and not security.is_ephemeral and security.audience is None:
-            raise ValueError(_UNNAMED_SHARED_KEYS)
+        self.request_state_security: RequestStateSecurity
         self.task_store = task_store
         """Where tasks live: a TaskStore, a SQLite file path, or None for in memory (made on first use)."""
         self.replay_store: ReplayStore
@@ -197,9 +165,11 @@ class MCPServer:
         """Keeps handshake-era SSE events so a client can resume with Last-Event-ID (None: not resumable)."""
         self.redis: Any
         self.session_store: Any
-        # Chosen once, here: explicit stores, else Redis when redis_url or MCP_RESOLVE_REDIS_URL is set.
-        choose_stores(
+        # Chosen once, here: the arguments, else the operator's settings (MCP_RESOLVE_STATE_KEYS, _REDIS_URL).
+        choose_keys_and_stores(
             self,
+            named=bool(name),
+            request_state_security=request_state_security,
             redis_url=redis_url,
             replay_store=replay_store,
             subscription_bus=subscription_bus,
@@ -222,22 +192,9 @@ class MCPServer:
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
-        self._handlers: dict[str, Handler] = {
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            "tasks/get": partial(self._task_method, "tasks/get"),
-            "tasks/update": partial(self._task_method, "tasks/update"),
-            "tasks/cancel": partial(self._task_method, "tasks/cancel"),
-            "subscriptions/listen": self._listen,
-        }
+        self._handlers: dict[str, Handler] = method_table(self)
         for tool in tools or ():
-            self._add_prebuilt_tool(tool)
+            registration.add_prebuilt_tool(self, tool)
         for resource in resources or ():
             self.add_resource(resource)
         self.middleware: list[ServerMiddleware[Any]] = list(middleware or ())
@@ -311,40 +268,11 @@ class MCPServer:
         return register
 
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
-        options.setdefault("name", None)
-        for key in ("title", "description", "annotations", "structured_output", "meta", "icons"):
-            options.setdefault(key, None)
-        options.setdefault("single_use", False)
-        tool = Tool(fn, overrides=self.dependency_overrides, **options)
-        self._warn_if_duplicate("tool", tool.name, self._tools)
-        self._tools[tool.name] = tool
-        return tool
-
-    def _add_prebuilt_tool(self, tool: Tool) -> None:
-        """A `Tool.from_function(...)` built before this server: it resolves through this server's overrides."""
-        if not isinstance(tool, Tool):
-            raise TypeError(
-                f"tools= takes mcp_resolve.tools.Tool objects (Tool.from_function(fn)), not {tool!r}"
-            )
-        tool.use_overrides(self.dependency_overrides)
-        self._warn_if_duplicate("tool", tool.name, self._tools)
-        self._tools[tool.name] = tool
+        return registration.add_tool(self, fn, **options)
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
         """Register a resource built beforehand (`Resource.from_function(fn, uri)`, an extension's), as the official SDK's does."""
-        if not isinstance(resource, (Resource, ResourceTemplate)):
-            raise TypeError(f"expected a Resource (Resource.from_function(fn, uri)), not {resource!r}")
-        resource.use_overrides(self.dependency_overrides)
-        registry: dict[str, Any] = (
-            self._templates if isinstance(resource, ResourceTemplate) else self._resources
-        )
-        self._warn_if_duplicate("resource", resource.uri, registry)
-        registry[resource.uri] = resource
-
-    def _warn_if_duplicate(self, kind: str, key: str, registered: Mapping[str, Any]) -> None:
-        """A second registration under one name replaces the first; say so unless told not to."""
-        if key in registered and self._warn_on_duplicate[kind]:
-            self.log.warning("%s already exists: %s (the new one replaces it)", kind.capitalize(), key)
+        registration.add_resource(self, resource)
 
     def resource(
         self,
@@ -367,25 +295,19 @@ class MCPServer:
         """
 
         def register(fn: F) -> F:
-            options = dict(
-                uri=uri,
+            registration.add_function_resource(
+                self,
+                fn,
+                uri,
+                security,
                 name=name,
                 title=title,
                 description=description,
                 mime_type=mime_type,
                 annotations=annotations,
                 meta=meta,
-                overrides=self.dependency_overrides,
                 icons=icons,
             )
-            if "{" in uri:
-                checks = security if security is not None else self.resource_security
-                template = ResourceTemplate(fn, security=checks, **options)
-                self._warn_if_duplicate("resource", uri, self._templates)
-                self._templates[uri] = template
-            else:
-                self._warn_if_duplicate("resource", uri, self._resources)
-                self._resources[uri] = Resource(fn, **options)
             return fn
 
         return register
@@ -402,16 +324,7 @@ class MCPServer:
             raise TypeError("use @mcp.prompt() with parentheses")
 
         def register(fn: F) -> F:
-            prompt = Prompt(
-                fn,
-                name=name,
-                title=title,
-                description=description,
-                meta=meta,
-                overrides=self.dependency_overrides,
-            )
-            self._warn_if_duplicate("prompt", prompt.name, self._prompts)
-            self._prompts[prompt.name] = prompt
+            registration.add_prompt(self, fn, name=name, title=title, description=description, meta=meta)
             return fn
 
         return register
@@ -538,10 +451,6 @@ class MCPServer:
             self._notifications = Notifications(self, self.subscription_bus)
         return self._notifications
 
-    async def _listen(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        """`subscriptions/listen` (2026-07-28): a stream of the change notifications the client asked for."""
-        return await self.notifications.listen(params, context)
-
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; follow with `await mcp.notify_list_changed("tools")`."""
         if self._tools.pop(name, None) is None:
@@ -551,24 +460,9 @@ class MCPServer:
         if self._roots_changed is not None:
             await self._roots_changed()
 
-    @asynccontextmanager
-    async def running(self) -> AsyncIterator[MCPServer]:
+    def running(self) -> AbstractAsyncContextManager[MCPServer]:
         """Run the lifespan once however many transports or connections share this server."""
-        if self._lifespan_users == 0 and self._lifespan is not None:
-            self._lifespan_stack = self._lifespan(self)
-            self.lifespan_context = await self._lifespan_stack.__aenter__()
-        self._lifespan_users += 1
-        try:
-            yield self
-        finally:
-            self._lifespan_users -= 1
-            if self._lifespan_users == 0 and self._task_runner is not None:
-                await self._task_runner.shutdown()  # tasks running here stop, and their records say so
-            if self._lifespan_users == 0 and self._lifespan_stack is not None:
-                stack, self._lifespan_stack = self._lifespan_stack, None
-                with anyio.CancelScope(shield=True):
-                    await stack.__aexit__(None, None, None)
-                self.lifespan_context = None
+        return serving.running(self)
 
     def run(
         self,
@@ -583,26 +477,11 @@ class MCPServer:
         `_ALLOWED_HOSTS`, `_ALLOWED_ORIGINS`, `_LOG_LEVEL`; docs/configuration.md), then the
         defaults. `log_level` (else the server's own `log_level`) sets the `mcp_resolve` loggers.
         """
-        level = log_level or self.log_level
-        if transport == "stdio":
-            from .transports.stdio import serve_stdio
-
-            anyio.run(partial(serve_stdio, self, log_level=level))
-        elif transport == "streamable-http":
-            from .transports.http import serve_http
-
-            serve_http(self, log_level=level, **options)
-        else:
-            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'")
+        serving.serve(self, transport, log_level or self.log_level, **options)
 
     def streamable_http_app(self, path: str = "/mcp", **options: Any) -> Any:
         """An ASGI app serving this server at `path`, to run with uvicorn or mount in Starlette/FastAPI."""
-        from .transports.http import create_app
-
-        app = create_app(self, path=path, **options)
-        if self.debug:
-            app.debug = True  # Starlette's: tracebacks in the error page of a crashed request
-        return app
+        return serving.http_app(self, path, **options)
 
     # -- the method table ----------------------------------------------------------------
     def serves(self, method: str) -> bool:
@@ -626,57 +505,6 @@ class MCPServer:
             raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
         return handler
 
-    def _page(self, items: Sequence[Any], params: dict[str, Any]) -> tuple[Sequence[Any], str | None]:
-        cursor = params.get("cursor")
-        start = 0
-        if cursor is not None:
-            try:
-                start = int(base64.urlsafe_b64decode(str(cursor).encode()).decode())
-            except (binascii.Error, ValueError, UnicodeDecodeError):
-                raise MCPError(INVALID_PARAMS, "Invalid params: unknown cursor") from None
-            if start < 0 or start > len(items):
-                raise MCPError(INVALID_PARAMS, "Invalid params: unknown cursor")
-        end = start + self.page_size
-        next_cursor = base64.urlsafe_b64encode(str(end).encode()).decode() if end < len(items) else None
-        return items[start:end], next_cursor
-
-    def _listing(self, key: str, definitions: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
-        page, next_cursor = self._page(definitions, params)
-        result: dict[str, Any] = {key: list(page)}
-        if next_cursor is not None:
-            result["nextCursor"] = next_cursor
-        return result
-
-    async def _list_tools(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        return self._listing("tools", [t.definition() for t in self._tools.values()], params)
-
-    async def _call_tool(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise MCPError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
-        tool = self._tools.get(name)
-        if tool is None:
-            raise MCPError(INVALID_PARAMS, unknown_name("tool", name, self._tools))
-        arguments = params.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
-        if tool.param_headers and context.is_modern and context.headers is not None:
-            try:
-                check_param_headers(tool.param_headers, arguments, context.headers)
-            except ValueError as exc:
-                raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
-        if tool.task_support is not None:
-            from .tasks.methods import call_task_tool
-
-            return await call_task_tool(self, tool, arguments, context)
-        return await tool.call(arguments, context)
-
-    async def _task_method(self, method: str, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        """`tasks/get`, `tasks/update`, `tasks/cancel` (the tasks extension, 2026-07-28)."""
-        from .tasks.methods import serve_task_method
-
-        return await serve_task_method(self, method, params, context)
-
     # -- direct calls (tests) ------------------------------------------------------------
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
@@ -690,68 +518,3 @@ class MCPServer:
         if tool is None:
             raise ToolError(unknown_name("tool", name, self._tools))
         return await call_tool_directly(self, tool, arguments, context)
-
-    async def _list_resources(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        return self._listing("resources", [r.definition() for r in self._resources.values()], params)
-
-    async def _list_templates(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        return self._listing("resourceTemplates", [t.definition() for t in self._templates.values()], params)
-
-    async def _read_resource(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise MCPError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
-        try:
-            resource = self._resources.get(uri)
-            if resource is not None:
-                return await resource.read(context)
-            for template in self._templates.values():
-                variables = template.match(uri)
-                if variables is not None:
-                    return await template.read(uri, variables, context)
-        except ArgumentError as exc:
-            raise MCPError(INVALID_PARAMS, f"Invalid params for resource {uri}: {exc}") from None
-        except UnsafeParameter as exc:
-            # Answered exactly as an unknown URI: the client learns nothing of which check failed.
-            self.log.info("resource read refused: %s", exc)
-            raise self._not_found(uri, f"Resource not found: {uri}", context) from None
-        except ResourceError as exc:
-            if isinstance(exc, UnexpectedResourceError):
-                self.log.error("resource %r raised an unexpected exception", uri, exc_info=exc.__cause__)
-            else:
-                self.log.info("resource %r failed: %r", uri, str(exc))
-            if isinstance(exc, ResourceNotFoundError):
-                raise self._not_found(uri, str(exc), context) from None
-            raise MCPError(INTERNAL_ERROR, str(exc), {"uri": uri}) from None
-        raise self._not_found(uri, f"Resource not found: {uri}", context)
-
-    @staticmethod
-    def _not_found(uri: str, message: str, context: Context) -> MCPError:
-        """-32602 on 2026-07-28; -32002 on the handshake era, as 2025-11-25 asks (the official sends -32602)."""
-        code = INVALID_PARAMS if context.is_modern else RESOURCE_NOT_FOUND_HANDSHAKE
-        return MCPError(code, message, {"uri": uri})
-
-    async def _list_prompts(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        return self._listing("prompts", [p.definition() for p in self._prompts.values()], params)
-
-    async def _get_prompt(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        name = params.get("name")
-        prompt = self._prompts.get(name) if isinstance(name, str) else None
-        if prompt is None:
-            raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, self._prompts))
-        arguments = params.get("arguments")
-        if arguments is not None and not isinstance(arguments, dict):
-            raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
-        try:
-            return await prompt.render(arguments, context)
-        except ArgumentError as exc:
-            raise MCPError(INVALID_PARAMS, f"Invalid arguments for prompt {name}: {exc}") from None
-
-    async def _complete(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
-        if self._completion is None:
-            if not isinstance(params.get("ref"), dict) or not isinstance(params.get("argument"), dict):
-                raise MCPError(
-                    INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'"
-                )
-            return {"completion": {"values": []}}
-        return await self._completion.complete(params, context)
