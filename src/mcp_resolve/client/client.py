@@ -14,7 +14,7 @@ server asks) and `tasks` (tool calls run as tasks).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,8 @@ from mcp_types import (
     ListResourcesResult,
     ListResourceTemplatesResult,
     ListToolsResult,
+    LoggingMessageNotificationParams,
+    ProgressNotificationParams,
     ReadResourceResult,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -35,8 +37,6 @@ from .connection import check_options, http_auth, open_pipe, open_session
 from .extensions import ExtensionSettings, declared_extensions
 from .handlers import (
     ElicitationHandler,
-    LogHandler,
-    ProgressHandler,
     Roots,
     SamplingHandler,
     answer,
@@ -99,8 +99,8 @@ class Client:
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         roots: Roots | None = None,
-        log_handler: LogHandler | None = None,
-        progress_handler: ProgressHandler | None = None,
+        log_handler: Callable[[LoggingMessageNotificationParams], Awaitable[None]] | None = None,
+        progress_handler: Callable[[ProgressNotificationParams], Awaitable[None]] | None = None,
         notification_handler: NotificationHandler | None = None,
         log_level: str | None = None,
         client_info: dict[str, Any] | None = None,
