@@ -4,28 +4,23 @@ The same handlers answer a handshake-era server's mid-call requests and a
 2026-07-28 server's `inputRequests`; on the modern era `call_tool`,
 `get_prompt` and `read_resource` run the input-required loop themselves and
 return only the final result.
+
+This module is the public face; the parts live beside it: `connection`
+(opening the transport), `negotiation` (agreeing on the era), `meta` (what a
+request carries), `rounds` (the input-required loop), `handlers` (what the
+server asks) and `tasks` (tool calls run as tasks).
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
 import os
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
-import anyio
 from mcp_types import (
-    CLIENT_CAPABILITIES_META_KEY,
-    CLIENT_INFO_META_KEY,
-    LOG_LEVEL_META_KEY,
-    PROTOCOL_VERSION_META_KEY,
     CallToolResult,
     CompleteResult,
-    CreateMessageRequestParams,
-    ElicitRequestFormParams,
     GetPromptResult,
     ListPromptsResult,
     ListResourcesResult,
@@ -34,21 +29,25 @@ from mcp_types import (
     LoggingMessageNotificationParams,
     ProgressNotificationParams,
     ReadResourceResult,
-    Root,
 )
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..errors import (
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    MCPError,
-)
-from .auth.errors import AuthorizationError
+from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError
+from .connection import check_options, http_auth, open_pipe, open_session
 from .extensions import ExtensionSettings, declared_extensions
-from .pipes import MessagePipe, open_stdio, stdio_command
-from .session import ClientSession
+from .handlers import (
+    ElicitationHandler,
+    Roots,
+    SamplingHandler,
+    answer,
+    declared,
+    hear,
+)
+from .listing import list_items
+from .meta import callers_meta, era_meta, traced
+from .negotiation import Mode, check_mode, negotiate
+from .rounds import run_rounds
+from .session import ClientSession, NotificationHandler
 
 if TYPE_CHECKING:
     import ssl
@@ -59,73 +58,6 @@ if TYPE_CHECKING:
     from .tasks import TaskHandle
 
 __all__ = ["Client"]
-
-ModelT = TypeVar("ModelT", bound=BaseModel)
-T = TypeVar("T")
-Mode = Literal["auto", "legacy", "2026-07-28"]
-ElicitationHandler = Callable[[ElicitRequestFormParams], Awaitable[Any]]
-SamplingHandler = Callable[[CreateMessageRequestParams], Awaitable[Any]]
-Roots = Sequence[str | Root] | Callable[[], Awaitable[Sequence[str | Root]]]
-NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
-"""`async (method, params) -> None`: every notification the server sends, as it arrived."""
-
-logger = logging.getLogger("mcp_resolve.client")
-
-_ERA_META_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
-"""The `_meta` keys the client sets itself on 2026-07-28; a caller's `meta=` cannot replace them."""
-
-_TRACING = "opentelemetry.trace"
-"""Loaded only in a process that traces (or whose libraries do): then requests carry its trace context."""
-
-_LIST_METHODS: dict[str, tuple[str, type[BaseModel]]] = {
-    "tools": ("tools/list", ListToolsResult),
-    "resources": ("resources/list", ListResourcesResult),
-    "resourceTemplates": ("resources/templates/list", ListResourceTemplatesResult),
-    "prompts": ("prompts/list", ListPromptsResult),
-}
-
-
-def _dump(value: Any) -> dict[str, Any]:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if not isinstance(value, dict):
-        raise TypeError(f"a handler must return a result model or dict, got {type(value).__name__}")
-    value.pop("resultType", None)
-    return value
-
-
-class _Session(ClientSession):
-    """The session, raising an `AuthorizationError` (not a bare MCPError) when the OAuth flow gave up."""
-
-    async def request(
-        self, method: str, params: dict[str, Any], *, timeout: float | None = None
-    ) -> dict[str, Any]:
-        try:
-            return await super().request(method, params, timeout=timeout)
-        except MCPError as exc:
-            typed = AuthorizationError.from_data(exc.message, exc.data)
-            if typed is None:
-                raise
-            raise typed from None
-
-
-def _http_auth(auth: httpx.Auth | str | None) -> httpx.Auth | None:
-    """What `auth=` stands for: "oauth" is the full flow with its defaults, any other string a bearer token."""
-    import httpx  # here, not at the top: a client without auth (or over stdio) need not load it
-
-    if auth is None or isinstance(auth, httpx.Auth):
-        return auth
-    if not isinstance(auth, str):
-        raise TypeError(f"auth must be an httpx.Auth, a bearer token or 'oauth', not {type(auth).__name__}")
-    if auth == "oauth":
-        try:
-            from .auth.flow import OAuth
-        except ImportError as exc:
-            raise ImportError(f"{exc}; auth='oauth' needs: pip install 'mcp-resolve[auth]'") from None
-        return OAuth()
-    from .auth.bearer import BearerToken
-
-    return BearerToken(auth)
 
 
 class Client:
@@ -183,21 +115,8 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         verify: ssl.SSLContext | bool | str | None = None,
     ) -> None:
-        is_http = isinstance(target, str) and target.startswith(("http://", "https://"))
-        if auth is not None and not is_http:
-            raise ValueError(
-                "auth= applies to http(s):// targets; a stdio server takes credentials from env="
-            )
-        if (http_client is not None or verify is not None) and not is_http:
-            raise ValueError("http_client= and verify= apply to http(s):// targets")
-        if http_client is not None and verify is not None:
-            raise ValueError("pass verify= or http_client=, not both: set verify on your http_client")
-        if cwd is not None and (is_http or not isinstance(target, str | list | tuple)):
-            raise ValueError("cwd= applies to a stdio server (a command or script path)")
-        if mode not in ("auto", "legacy", *MODERN_PROTOCOL_VERSIONS):
-            raise ValueError(
-                f"mode must be 'auto', 'legacy' or one of {list(MODERN_PROTOCOL_VERSIONS)}, got {mode!r}"
-            )
+        check_options(target, auth=auth, http_client=http_client, verify=verify, cwd=cwd)
+        check_mode(mode)
         self.target = target
         """Where the server is: an `MCPServer`, an `http(s)://` URL, or a stdio command or script path."""
         self.mode = mode
@@ -254,7 +173,7 @@ class Client:
         """Seconds `mode="auto"` waits for the `server/discover` probe before it tries `initialize`."""
         self.init_timeout = init_timeout
         """Seconds connecting may take in all (None: no limit); a person's time on a login page does not count."""
-        self.auth = _http_auth(auth)
+        self.auth = http_auth(auth)
         """The `httpx.Auth` that signs each HTTP request (what `auth=` stood for), or None."""
         self.http_client = http_client
         """The caller's `httpx.AsyncClient` that HTTP requests go through, or None for one of the client's own."""
@@ -285,16 +204,33 @@ class Client:
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
-            pipe = await stack.enter_async_context(self._open_pipe())
-            session = _Session(pipe, self._answer, self._notified)
-            group = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(group.cancel_scope.cancel)
-            group.start_soon(session.run, group)
-            self._session = session
-            await self._within(self._negotiate(), self.init_timeout)
+            pipe = open_pipe(
+                self.target,
+                headers=self.headers,
+                auth=self.auth,
+                verify=self.verify,
+                http_client=self.http_client,
+                env=self.env,
+                cwd=self.cwd,
+            )
+            self._session = await stack.enter_async_context(open_session(pipe, self._answer, self._notified))
+            hello = await negotiate(
+                self._session,
+                self.mode,
+                meta=self._meta,
+                capabilities=self.capabilities,
+                client_info=self.client_info,
+                timeout=self.init_timeout,
+                probe_timeout=self.probe_timeout,
+                clock=getattr(self.auth, "time_with_person", None),
+            )
         except BaseException:
             await stack.aclose()
             raise
+        self.protocol_version = hello.protocol_version
+        self.server_capabilities = hello.capabilities
+        self.server_info = hello.info
+        self.instructions = hello.instructions
         self._stack = stack
         return self
 
@@ -303,31 +239,6 @@ class Client:
         if stack is not None:
             await stack.aclose()
 
-    @asynccontextmanager
-    async def _open_pipe(self) -> AsyncIterator[MessagePipe]:
-        from ..server import MCPServer
-
-        if isinstance(self.target, MCPServer):
-            from ..transports.memory import connect_in_memory
-
-            async with connect_in_memory(self.target) as memory_pipe:
-                yield memory_pipe
-        elif isinstance(self.target, str) and self.target.startswith(("http://", "https://")):
-            from .http import open_http
-
-            async with open_http(
-                self.target,
-                headers=self.headers,
-                auth=self.auth,
-                verify=self.verify,
-                http_client=self.http_client,
-            ) as http_pipe:
-                yield http_pipe
-        else:
-            cwd = None if self.cwd is None else os.fspath(self.cwd)
-            async with open_stdio(stdio_command(self.target), env=self.env, cwd=cwd) as stdio_pipe:
-                yield stdio_pipe
-
     def capabilities(self) -> dict[str, Any]:
         """The capabilities the client declares: one per handler it has, and its `extensions`.
 
@@ -335,135 +246,10 @@ class Client:
         connecting counts from the next request; the handshake era declares
         them once, in `initialize`.
         """
-        capabilities: dict[str, Any] = {}
-        if self.elicitation_handler is not None:
-            capabilities["elicitation"] = {"form": {}}
-        if self.sampling_handler is not None:
-            capabilities["sampling"] = {"tools": {}} if self.sampling_tools else {}
-        if self.roots is not None:
-            capabilities["roots"] = {"listChanged": True}
-        if self.extensions:
-            capabilities["extensions"] = {key: dict(value) for key, value in self.extensions.items()}
-        return capabilities
+        return declared(self)
 
     def _meta(self, version: str) -> dict[str, Any]:
-        meta: dict[str, Any] = {
-            PROTOCOL_VERSION_META_KEY: version,
-            CLIENT_CAPABILITIES_META_KEY: self.capabilities(),
-            CLIENT_INFO_META_KEY: self.client_info,
-        }
-        if self.log_level is not None:
-            meta[LOG_LEVEL_META_KEY] = self.log_level
-        return meta
-
-    async def _discover(self, version: str, timeout: float | None = None) -> dict[str, Any]:
-        """`server/discover` at `version`; a refusal naming versions we speak is retried once with the newest.
-
-        The retry happens even when that is the version just sent: the server
-        said which versions it takes, and its word is the one to follow.
-        """
-        session = self._require_session()
-        try:
-            return await self._within(
-                session.request("server/discover", _traced({"_meta": self._meta(version)})), timeout
-            )
-        except MCPError as exc:
-            offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
-            common = [v for v in MODERN_PROTOCOL_VERSIONS if isinstance(offered, list) and v in offered]
-            if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not common:
-                raise
-        return await self._within(
-            session.request("server/discover", _traced({"_meta": self._meta(common[-1])})), timeout
-        )
-
-    async def _within(self, operation: Awaitable[T], timeout: float | None) -> T:
-        """`operation` within `timeout` seconds, not counting the time a person spends logging in.
-
-        The probe's timeout is for servers that never answer; a 401 that
-        opens a browser must not make a modern server look like a legacy one.
-        """
-        clock: Callable[[], float] | None = getattr(self.auth, "time_with_person", None)
-        if timeout is None or clock is None:
-            with anyio.fail_after(timeout):
-                return await operation
-        started, waited = anyio.current_time(), clock()
-        with anyio.CancelScope(deadline=started + timeout) as scope:
-            async with anyio.create_task_group() as group:
-
-                async def extend() -> None:
-                    while True:
-                        scope.deadline = started + timeout + (clock() - waited)
-                        await anyio.sleep(0.2)
-
-                group.start_soon(extend)
-                try:
-                    result = await operation
-                except Exception as exc:  # raised as itself below, not wrapped in an ExceptionGroup
-                    failure: Exception | None = exc
-                else:
-                    failure = None
-                group.cancel_scope.cancel()
-            if failure is not None:
-                raise failure
-            return result
-        raise TimeoutError
-
-    async def _negotiate(self) -> None:
-        if self.mode in MODERN_PROTOCOL_VERSIONS:
-            await self._adopt_modern(await self._discover(self.mode))
-            return
-        if self.mode == "auto":
-            try:
-                result = await self._discover(MODERN_PROTOCOL_VERSIONS[-1], timeout=self.probe_timeout)
-            except AuthorizationError:
-                raise  # no login: the server's era is beside the point
-            except MCPError as exc:
-                if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-                    raise MCPError(
-                        exc.code, f"the server supports none of our modern versions: {exc.message}", exc.data
-                    ) from None
-            except TimeoutError:
-                pass
-            else:
-                await self._adopt_modern(result)
-                return
-        await self._initialize()
-
-    async def _adopt_modern(self, discover: dict[str, Any]) -> None:
-        supported = discover.get("supportedVersions") or []
-        common = [v for v in MODERN_PROTOCOL_VERSIONS if v in supported]
-        if not common:
-            raise MCPError(
-                UNSUPPORTED_PROTOCOL_VERSION, f"no common protocol version (server offers {supported})"
-            )
-        self.protocol_version = common[-1]
-        self.server_capabilities = discover.get("capabilities") or {}
-        self.server_info = (discover.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
-        self.instructions = discover.get("instructions")
-
-    async def _initialize(self) -> None:
-        session = self._require_session()
-        result = await session.request(
-            "initialize",
-            _traced(
-                {
-                    "protocolVersion": LATEST_HANDSHAKE_VERSION,
-                    "capabilities": self.capabilities(),
-                    "clientInfo": self.client_info,
-                }
-            ),
-        )
-        version = result.get("protocolVersion")
-        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            raise MCPError(
-                UNSUPPORTED_PROTOCOL_VERSION,
-                f"the server chose protocol version {version!r}, which we do not speak",
-            )
-        self.protocol_version = version
-        self.server_capabilities = result.get("capabilities") or {}
-        self.server_info = result.get("serverInfo")
-        self.instructions = result.get("instructions")
-        await session.notify("notifications/initialized")
+        return era_meta(version, self.capabilities(), self.client_info, self.log_level)
 
     def _require_session(self) -> ClientSession:
         if self._session is None:
@@ -489,7 +275,7 @@ class Client:
         if self.progress_handler is not None and method in ("tools/call", "resources/read", "prompts/get"):
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
-        return await self._require_session().request(method, _traced(params))
+        return await self._require_session().request(method, traced(params))
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send one notification, as it is (no `_meta` is added on either era); there is no answer.
@@ -502,58 +288,29 @@ class Client:
 
     async def _interactive(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One request, retried through input-required rounds until a final result (modern era)."""
-        request_params = dict(params)
-        for _round in range(self.max_rounds):
-            result = await self.request(method, request_params)
-            if result.get("resultType") != "input_required":
-                return result
-            input_requests = result.get("inputRequests") or {}
-            responses = {
-                key: await self._answer(q.get("method", ""), q.get("params") or {})
-                for key, q in input_requests.items()
-            }
-            request_params = dict(params)
-            if responses:
-                request_params["inputResponses"] = responses
-            if result.get("requestState") is not None:
-                request_params["requestState"] = result["requestState"]
-        raise RuntimeError(f"{method} did not complete within {self.max_rounds} input-required rounds")
-
-    async def _list(self, key: str, cursor: str | None) -> Any:
-        method, model = _LIST_METHODS[key]
-        if cursor is not None:
-            return model.model_validate(await self.request(method, {"cursor": cursor}))
-        items: list[Any] = []
-        next_cursor: str | None = None
-        while True:
-            page = await self.request(method, {"cursor": next_cursor} if next_cursor else {})
-            items.extend(page.get(key) or [])
-            next_cursor = page.get("nextCursor")
-            if not next_cursor:
-                break
-        return model.model_validate({key: items})
+        return await run_rounds(self.request, self._answer, method, params, self.max_rounds)
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         """All tools (every page), or one page when `cursor` is given."""
-        return await self._list("tools", cursor)  # type: ignore[no-any-return]
+        return await list_items(self.request, "tools", cursor)  # type: ignore[no-any-return]
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
         """All concrete resources (every page), or one page when `cursor` is given.
 
         Templated resources (`books://{id}`) are listed by `list_resource_templates`.
         """
-        return await self._list("resources", cursor)  # type: ignore[no-any-return]
+        return await list_items(self.request, "resources", cursor)  # type: ignore[no-any-return]
 
     async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
         """All resource templates (every page), or one page when `cursor` is given.
 
         Fill a template's URI and pass it to `read_resource`.
         """
-        return await self._list("resourceTemplates", cursor)  # type: ignore[no-any-return]
+        return await list_items(self.request, "resourceTemplates", cursor)  # type: ignore[no-any-return]
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
         """All prompts (every page), or one page when `cursor` is given."""
-        return await self._list("prompts", cursor)  # type: ignore[no-any-return]
+        return await list_items(self.request, "prompts", cursor)  # type: ignore[no-any-return]
 
     async def call_tool(
         self,
@@ -603,7 +360,7 @@ class Client:
         if arguments is not None:
             params["arguments"] = arguments
         if meta:
-            params["_meta"] = {key: value for key, value in meta.items() if key not in _ERA_META_KEYS}
+            params["_meta"] = callers_meta(meta)
         return params
 
     async def call_tool_task(
@@ -669,52 +426,8 @@ class Client:
 
     # -- what the server asks ------------------------------------------------------------
     async def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        if method == "elicitation/create" and self.elicitation_handler is not None:
-            return _dump(
-                await _maybe_await(self.elicitation_handler(ElicitRequestFormParams.model_validate(params)))
-            )
-        if method == "sampling/createMessage" and self.sampling_handler is not None:
-            return _dump(
-                await _maybe_await(self.sampling_handler(CreateMessageRequestParams.model_validate(params)))
-            )
-        if method == "roots/list" and self.roots is not None:
-            roots = self.roots() if callable(self.roots) else self.roots
-            if inspect.isawaitable(roots):
-                roots = await roots
-            return {"roots": [_dump(r) if isinstance(r, Root) else {"uri": r} for r in roots]}
-        if method == "ping":
-            return {}
-        raise MCPError(METHOD_NOT_FOUND, f"this client does not handle {method}")
+        """A request from the server (mid-call, in a round or from a task), answered by the handlers."""
+        return await answer(self, method, params)
 
     async def _notified(self, method: str, params: dict[str, Any]) -> None:
-        if method == "notifications/message" and self.log_handler is not None:
-            await self.log_handler(LoggingMessageNotificationParams.model_validate(params))
-        elif method == "notifications/progress" and self.progress_handler is not None:
-            await self.progress_handler(ProgressNotificationParams.model_validate(params))
-        if self.notification_handler is not None:
-            try:
-                await self.notification_handler(method, params)
-            except Exception:  # the connection outlives a failing handler: it reads on
-                logger.exception("notification_handler failed on %s", method)
-
-
-def _traced(params: dict[str, Any]) -> dict[str, Any]:
-    """`params`, with the caller's trace context (W3C `traceparent`, `tracestate`, `baggage`) in `_meta`.
-
-    Only a caller that traces has loaded OpenTelemetry; its context travels in
-    `_meta`, where MCP's semantic conventions put it, to parent the server's
-    span. A caller that does not pays one lookup, and nothing is imported.
-    """
-    if _TRACING not in sys.modules:
-        return params
-    try:
-        from ..telemetry import inject_trace_context
-    except ImportError:  # OpenTelemetry half there (its trace module, not its API): nothing to send
-        return params
-    inject_trace_context(params)
-    return params
-
-
-async def _maybe_await(value: Any) -> Any:
-    """A handler may be a plain function as well as a coroutine function: both answer the same way."""
-    return await value if inspect.isawaitable(value) else value
+        await hear(self, method, params)

@@ -19,7 +19,11 @@ __all__ = ["ClientSession"]
 logger = logging.getLogger("mcp_resolve.client")
 
 RequestHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""`async (method, params) -> result`: answers one request from the server."""
+Send = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+"""`async (method, params) -> result`: sends one request to the server (a Client's `request`)."""
 NotificationHandler = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""`async (method, params) -> None`: every notification the server sends, as it arrived."""
 
 
 class _Pending:

@@ -1,7 +1,8 @@
-"""The one exception the client's authorization raises.
+"""The one exception the client's authorization raises, and how a server's words get into it.
 
 It has no dependency beyond `MCPError`, so the HTTP transport can catch it
-without importing the OAuth machinery (and its optional libraries).
+without importing the OAuth machinery (and its optional libraries). What an
+authorization server says goes into a message only printable and bounded.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 
 from ...errors import INVALID_REQUEST, MCPError
 
-__all__ = ["AuthorizationError"]
+__all__ = ["AuthorizationError", "printable", "refusal"]
 
 
 class AuthorizationError(MCPError):
@@ -38,3 +39,19 @@ class AuthorizationError(MCPError):
             return None
         prefix = f"authorization failed ({error}): "
         return cls(error, message.removeprefix(prefix))
+
+
+def printable(text: Any, limit: int = 300) -> str:
+    """A server-provided string fit for an error message: printable, bounded."""
+    value = "".join(c if c.isprintable() else "?" for c in str(text))
+    return value if len(value) <= limit else value[:limit] + "..."
+
+
+def refusal(payload: Any, status: int, default_error: str, endpoint: str) -> AuthorizationError:
+    """What an endpoint's refusal stands for: the OAuth `error` it sent, else `default_error` and the status."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    description = payload.get("error_description") if isinstance(payload, dict) else None
+    return AuthorizationError(
+        printable(error or default_error, 80),
+        printable(description or f"the {endpoint} endpoint answered HTTP {status}"),
+    )

@@ -1,0 +1,128 @@
+"""The token endpoint: asking for tokens, and checking what comes back before anything uses it.
+
+Every grant ends here: the form is encoded and the client authenticated by
+Authlib; the answer is bounded in size and must hold a printable Bearer
+access token of sensible length. A token record keeps, beside the tokens,
+where they came from (`issuer`, `resource`) and which scopes were asked for
+(`requested_scope`), so a later refresh or step-up asks the same server for
+the same things.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .discovery import ProtectedResource, read_json
+from .errors import AuthorizationError, printable, refusal
+from .registration import Registration
+
+__all__ = [
+    "MAX_ACCESS_TOKEN_CHARS",
+    "MAX_TOKEN_RESPONSE_BYTES",
+    "expiring",
+    "record",
+    "refreshed",
+    "secret_auth",
+    "token_request",
+]
+
+MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
+MAX_ACCESS_TOKEN_CHARS = 16 * 1024
+"""It travels in a header on every request; a bigger one is not a token we can use."""
+
+
+def secret_auth(registration: Registration) -> Any:
+    """Authlib's client authentication for `registration`'s method (`none`, or a secret, Basic or post)."""
+    from authlib.oauth2.auth import ClientAuth
+
+    if registration.method == "client_secret_basic":
+        # RFC 6749 §2.3.1: form-encode both before Basic (Authlib's server decodes them so).
+        return ClientAuth(
+            quote(registration.client_id, safe=""),
+            quote(registration.client_secret or "", safe=""),
+            "client_secret_basic",
+        )
+    return ClientAuth(registration.client_id, registration.client_secret, registration.method)
+
+
+async def token_request(
+    http: httpx.AsyncClient,
+    metadata: dict[str, Any],
+    issuer: str,
+    grant_type: str,
+    form: dict[str, Any],
+    client_auth: Any,
+) -> dict[str, Any]:
+    """The tokens `issuer`'s token endpoint grants for `form`, checked (an AuthorizationError if unusable)."""
+    from authlib.oauth2.rfc6749 import OAuth2Token
+    from authlib.oauth2.rfc6749.parameters import prepare_token_request
+
+    endpoint = metadata.get("token_endpoint")
+    if not isinstance(endpoint, str):
+        raise AuthorizationError("metadata_invalid", f"{issuer} has no token_endpoint")
+    body = prepare_token_request(grant_type, **form)
+    headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
+    _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
+    async with http.stream("POST", endpoint, content=body, headers=headers) as response:
+        payload = await read_json(response, MAX_TOKEN_RESPONSE_BYTES)
+        status = response.status_code
+    if status != 200 or not isinstance(payload, dict):
+        raise refusal(payload, status, "token_request_failed", "token")
+    access_token = payload.get("access_token")
+    token_type = payload.get("token_type", "Bearer")
+    if (
+        not isinstance(access_token, str)
+        or not access_token
+        or len(access_token) > MAX_ACCESS_TOKEN_CHARS
+        or not access_token.isprintable()
+    ):
+        raise AuthorizationError("invalid_token_response", "the token endpoint sent no usable access_token")
+    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+        raise AuthorizationError(
+            "invalid_token_response", f"unsupported token_type {printable(token_type, 40)!r} (Bearer only)"
+        )
+    if payload.get("scope") is not None and not isinstance(payload.get("scope"), str):
+        raise AuthorizationError("invalid_token_response", "scope must be a string")
+    refresh_token = payload.get("refresh_token")
+    try:
+        token = OAuth2Token(
+            {
+                "access_token": access_token,
+                "token_type": "Bearer",
+                "expires_in": payload.get("expires_in"),
+                "scope": payload.get("scope"),
+                "refresh_token": refresh_token if isinstance(refresh_token, str) else None,
+            }
+        )
+    except (TypeError, ValueError):
+        raise AuthorizationError("invalid_token_response", "expires_in is not a number") from None
+    return {key: value for key, value in token.items() if value is not None}
+
+
+def record(
+    tokens: dict[str, Any], issuer: str, resource: ProtectedResource, scopes: list[str]
+) -> dict[str, Any]:
+    """The token record to keep: the tokens, where they came from, and the scopes asked for."""
+    return {**tokens, "issuer": issuer, "resource": resource.resource, "requested_scope": scopes}
+
+
+def refreshed(old: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
+    """The record after a refresh: `fresh` tokens, with what the server did not resend kept from `old`."""
+    fresh.setdefault("refresh_token", old["refresh_token"])  # RFC 6749 §6: the old one stays valid
+    if "scope" not in fresh and old.get("scope") is not None:
+        fresh["scope"] = old["scope"]
+    kept: dict[str, Any] = {k: old[k] for k in ("issuer", "resource", "requested_scope") if k in old}
+    return {**fresh, **kept}
+
+
+def expiring(tokens: dict[str, Any]) -> bool:
+    """Whether the access token is expired or about to be: within 30 s, or a quarter of a short lifetime."""
+    expires_at, lifetime = tokens.get("expires_at"), tokens.get("expires_in")
+    if not isinstance(expires_at, (int, float)):
+        return False
+    leeway = min(30.0, lifetime / 4) if isinstance(lifetime, (int, float)) and lifetime > 0 else 30.0
+    return expires_at - leeway < time.time()
