@@ -569,6 +569,9 @@ class MCPServer:
                 with anyio.CancelScope(shield=True):
                     await stack.__aexit__(None, None, None)
                 self.lifespan_context = None
+            if self._lifespan_users == 0 and self.redis is not None:
+                with anyio.CancelScope(shield=True):  # this loop's Redis sockets close with it
+                    await self.redis.aclose()
 
     def run(
         self,
