@@ -65,7 +65,8 @@ class RedisServer:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited: {self.log()}")
+                said = self.process.stdout.read() if self.process.stdout else b""  # errors before the log
+                raise RuntimeError(f"redis-server exited: {said.decode(errors='replace')}{self.log()}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as probe:
                     probe.sendall(b"INFO server\r\n")
@@ -100,6 +101,8 @@ class RedisServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
         self.process = None
 
     def restart(self) -> None:

@@ -439,7 +439,10 @@ async def test_the_loopback_listener_ignores_forged_callbacks_and_takes_the_real
             assert (await http.get(uri.replace("/callback", "/other"))).status_code == 404
             assert (await http.get(f"{uri}?code=good&state=the-state&iss=x")).status_code == 200
     assert got[0].params == {"code": "good", "state": "the-state", "iss": "x"}
-    assert await callback.redirect_uri() == uri  # the same port for the next login
+    try:
+        assert await callback.redirect_uri() == uri  # the same port for the next login (bound again)
+    finally:
+        await callback.aclose()
 
 
 async def test_the_loopback_listener_gives_up_after_its_timeout() -> None:

@@ -56,6 +56,8 @@ def limited() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     finally:
         server.terminate()
         server.wait(10)
+        if server.stderr is not None:
+            server.stderr.close()
 
 
 def _raw(port: int, data: bytes, *, wait: float = 10.0) -> bytes:

@@ -9,14 +9,17 @@ tokens, and nothing a client sends lands outside the server's namespace.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 
+from conftest import initialize_request
 from http_helpers import http_server
 from mcp_resolve import Elicit, MCPServer, RequestStateSecurity, Resolve
 from mcp_resolve.stores.bus import ResourceUpdated, ToolsListChanged
@@ -43,13 +46,34 @@ def redis() -> Iterator[RedisServer]:
         server.close()
 
 
+Connect = Callable[[], RedisConnection]
+
+
+@pytest.fixture
+async def connect(redis: RedisServer) -> AsyncIterator[Connect]:
+    """Makes a worker's connection to `redis`; each is closed on the test's loop when the test ends."""
+    made: list[RedisConnection] = []
+
+    def make() -> RedisConnection:
+        made.append(RedisConnection(redis.url))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for connection in made:
+            await connection.aclose()
+
+
 async def keys(connection: RedisConnection) -> list[str]:
     return sorted(k.decode() for k in await connection.client().keys("*"))
 
 
-async def test_claims_are_atomic_across_workers_expire_and_shape_no_key(redis: RedisServer) -> None:
+async def test_claims_are_atomic_across_workers_expire_and_shape_no_key(
+    redis: RedisServer, connect: Connect
+) -> None:
     redis.flush()
-    one, two = RedisReplayStore(RedisConnection(redis.url)), RedisReplayStore(RedisConnection(redis.url))
+    one, two = RedisReplayStore(connect()), RedisReplayStore(connect())
     expires = time.time() + 30
     results = await asyncio.gather(*(store.claim("state-1", expires) for store in [one, two] * 25))
     assert results.count(True) == 1
@@ -130,11 +154,11 @@ async def test_a_claim_while_redis_is_down_fails_closed_and_a_call_is_refused_th
 
 
 async def test_events_written_by_one_worker_are_read_by_another_and_a_dead_writer_is_noticed(
-    redis: RedisServer,
+    redis: RedisServer, connect: Connect
 ) -> None:
     redis.flush()
-    writer = RedisEventStore(RedisConnection(redis.url), heartbeat_ttl=0.3)
-    reader = RedisEventStore(RedisConnection(redis.url))
+    writer = RedisEventStore(connect(), heartbeat_ttl=0.3)
+    reader = RedisEventStore(connect())
     stream = await writer.open_stream("session-a", 42)
     primed = await writer.append(stream, None)
     first = await writer.append(stream, {"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
@@ -168,9 +192,11 @@ async def test_events_written_by_one_worker_are_read_by_another_and_a_dead_write
     assert all(k.startswith("mcp-resolve:") for k in await keys(reader.redis))
 
 
-async def test_the_bus_reaches_other_workers_once_and_drops_garbage(redis: RedisServer) -> None:
+async def test_the_bus_reaches_other_workers_once_and_drops_garbage(
+    redis: RedisServer, connect: Connect
+) -> None:
     redis.flush()
-    a, b = RedisSubscriptionBus(RedisConnection(redis.url)), RedisSubscriptionBus(RedisConnection(redis.url))
+    a, b = RedisSubscriptionBus(connect()), RedisSubscriptionBus(connect())
     heard_a: list[Any] = []
     heard_b: list[Any] = []
     a.subscribe(heard_a.append)
@@ -195,9 +221,9 @@ async def test_the_bus_reaches_other_workers_once_and_drops_garbage(redis: Redis
     )  # once each, garbage dropped
 
 
-async def test_sessions_are_records_under_digests_that_expire(redis: RedisServer) -> None:
+async def test_sessions_are_records_under_digests_that_expire(redis: RedisServer, connect: Connect) -> None:
     redis.flush()
-    store = RedisSessionStore(RedisConnection(redis.url))
+    store = RedisSessionStore(connect())
     await store.save("session-one", {"version": "2025-11-25", "principal": None}, ttl=60)
     assert await store.load("session-one", ttl=60) == {"version": "2025-11-25", "principal": None}
     for hostile in HOSTILE:
@@ -226,3 +252,57 @@ async def test_a_dead_redis_is_store_unavailable_everywhere_and_urls_are_never_l
     assert "s3cret" not in caplog.text
     with pytest.raises(ValueError, match="redis://"):
         RedisConnection("http://user:pw@example.com")
+
+
+async def test_a_server_closes_its_redis_sockets_when_its_lifespan_ends(redis: RedisServer) -> None:
+    """Served by uvicorn on a loop of its own: at shutdown the pool and the subscriber close with that loop.
+
+    Left open, each pooled socket is found by the garbage collector after the
+    loop is gone (a ResourceWarning per socket, transport and connection).
+    """
+    redis.flush()
+    mcp = MCPServer(
+        "closing",
+        redis_url=redis.url,
+        request_state_security=RequestStateSecurity(keys=["closing-" + "k" * 40]),
+    )
+    gc.collect()  # what earlier tests left behind is not this test's
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        async with http_server(mcp.streamable_http_app()) as base, httpx.AsyncClient(timeout=10) as http:
+            headers = {"Accept": "application/json, text/event-stream"}
+            opened = await http.post(f"{base}/mcp", json=initialize_request({}), headers=headers)
+            assert opened.status_code == 200 and opened.headers["mcp-session-id"]  # a session record in Redis
+            with anyio.fail_after(10):  # the session channel's subscriber is up
+                while (await http.get(f"{base}/health")).status_code != 200:
+                    await anyio.sleep(0.05)
+            assert any(k.startswith(b"mcp-resolve:closing:session:") for k in await _raw_keys(redis))
+        gc.collect()
+    leaked = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert leaked == []
+
+
+async def test_closing_a_connection_stops_the_heartbeat_that_would_open_it_again(
+    redis: RedisServer, connect: Connect
+) -> None:
+    connection = connect()
+    writer = RedisEventStore(connection, heartbeat_ttl=0.3)
+    await writer.append(await writer.open_stream("session-a", 1), None)
+    beating = writer._beating
+    assert beating is not None and not beating.done()
+    await connection.aclose()
+    assert beating.cancelled()
+    await anyio.sleep(0.3)  # three heartbeat periods: a beat would have made a new client
+    assert connection._clients == {}
+    await writer.append(await writer.open_stream("session-a", 2), None)  # still usable: it beats again
+    assert writer._beating is not None and not writer._beating.done()
+
+
+async def _raw_keys(redis: RedisServer) -> list[bytes]:
+    import redis.asyncio as client
+
+    connection = client.Redis.from_url(redis.url)
+    try:
+        return list(await connection.keys("*"))
+    finally:
+        await connection.aclose()

@@ -184,6 +184,9 @@ def process(
         except subprocess.TimeoutExpired:
             child.kill()
             child.wait()
+        for pipe in (child.stdin, child.stdout):
+            if pipe is not None:
+                pipe.close()
 
 
 def post_ping(port: int, *, host: str | None = None, origin: str | None = None, path: str = "/mcp") -> int:

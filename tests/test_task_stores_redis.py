@@ -9,7 +9,7 @@ another's writes and can never both win a compare-and-set.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import pytest
@@ -42,12 +42,24 @@ def redis() -> Iterator[RedisServer]:
 
 
 @pytest.fixture
-def store(redis: RedisServer) -> RedisTaskStore:
-    return RedisTaskStore(RedisConnection(redis.url, prefix=f"tasks-{secrets.token_hex(4)}"))
+async def store(redis: RedisServer) -> AsyncIterator[RedisTaskStore]:
+    """A store in a fresh namespace; its pool is closed on the test's loop when the test ends."""
+    connection = RedisConnection(redis.url, prefix=f"tasks-{secrets.token_hex(4)}")
+    try:
+        yield RedisTaskStore(connection)
+    finally:
+        await connection.aclose()
 
 
 async def test_two_workers_share_records_and_only_one_wins_a_write(store: RedisTaskStore) -> None:
-    other = RedisTaskStore(RedisConnection(store.redis._url, prefix=store.redis.prefix))
+    connection = RedisConnection(store.redis._url, prefix=store.redis.prefix)
+    try:
+        await _two_workers(store, RedisTaskStore(connection))
+    finally:
+        await connection.aclose()
+
+
+async def _two_workers(store: RedisTaskStore, other: RedisTaskStore) -> None:
     assert await store.create(record(), max_live=None, now=1000.0)
     mine, theirs = await store.get("t1"), await other.get("t1")
     assert mine is not None and theirs is not None

@@ -41,6 +41,9 @@ async def running(server: MCPServer) -> AsyncIterator[MCPServer]:
             with anyio.CancelScope(shield=True):
                 await stack.__aexit__(None, None, None)
             server.lifespan_context = None
+        if server._lifespan_users == 0 and server.redis is not None:
+            with anyio.CancelScope(shield=True):  # this loop's Redis sockets close with it
+                await server.redis.aclose()
 
 
 def serve(

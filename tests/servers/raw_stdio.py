@@ -145,6 +145,9 @@ class RawStdio:
             rest.append(item)
         for reader in self._readers:
             reader.join(timeout=WAIT)
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()  # read to the end by the reader threads
         assert not self.unparsable, f"non-protocol output on stdout: {self.unparsable[:3]!r}"
         return code, rest
 

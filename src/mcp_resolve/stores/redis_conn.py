@@ -26,7 +26,7 @@ import asyncio
 import logging
 import os
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import INTERNAL_ERROR, MCPError
@@ -95,6 +95,7 @@ class RedisConnection:
         self.timeout = timeout
         self._clients: dict[int, tuple[Any, Redis, int]] = {}
         self._hubs: dict[int, PubSubHub] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     def __repr__(self) -> str:
         return f"RedisConnection({self.safe_url!r}, prefix={self.prefix!r})"
@@ -142,13 +143,38 @@ class RedisConnection:
             self._hubs[id(loop)] = hub
         return hub
 
+    def background(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run `work` (a store's heartbeat) on this loop until it ends or `aclose` stops it.
+
+        A store's loop that outlived `aclose` would open a fresh client on its
+        next call, one nobody closes: its sockets would be left to the
+        garbage collector (a ResourceWarning each) when the event loop ends.
+        """
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
     async def ping(self) -> None:
         """Raise `StoreUnavailable` unless Redis answers (the health route)."""
         await self.call("shared store", lambda r: r.ping())
 
     async def aclose(self) -> None:
-        """Close this loop's client and subscriber (tests; a server simply exits)."""
+        """Stop this loop's background work and subscriber, then close its client and pool.
+
+        The server calls it when its lifespan ends (the last transport
+        leaves), so the pooled sockets close with the loop that opened them.
+        The connection stays usable: the next call on a loop opens a new client.
+        """
         loop = asyncio.get_running_loop()
+        mine = [task for task in self._tasks if task.get_loop() is loop]
+        for task in mine:
+            task.cancel()
+        for task in mine:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
         hub = self._hubs.pop(id(loop), None)
         if hub is not None:
             await hub.aclose()

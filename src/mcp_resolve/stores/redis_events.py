@@ -135,7 +135,7 @@ class RedisEventStore:
 
     def _keep_alive(self) -> None:
         if self._beating is None or self._beating.done():
-            self._beating = asyncio.get_running_loop().create_task(self._heartbeat())
+            self._beating = self.redis.background(self._heartbeat())
 
     async def _heartbeat(self) -> None:
         key = self.redis.key("worker", self.worker)
