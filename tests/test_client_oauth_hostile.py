@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import stat
 from collections.abc import Callable
 from pathlib import Path
@@ -501,3 +502,20 @@ async def test_an_unusable_token_file_fails_the_request_not_the_connection(tmp_p
     evil = Evil()
     error = await refused(evil, "client_error", storage=FileTokenStorage(path))
     assert "readable by other users" in str(error)
+
+
+async def test_a_redirect_that_fails_closes_the_callback_listener() -> None:
+    """The loopback listener opened for the redirect URI is closed when the redirect itself fails
+    (before, it stayed bound until the object was collected, warning then)."""
+    evil = Evil()
+    callback = LoopbackCallback()
+
+    async def broken_browser(url: str) -> None:
+        raise RuntimeError("no browser here")
+
+    oauth = OAuth(redirect_handler=broken_browser, callback_handler=callback, http_client=evil.client)
+    with pytest.raises(AuthorizationError, match="no browser here"):
+        await evil.call(oauth)
+    assert "authorize" not in evil.hits and callback._listener is None
+    with socket.socket() as probe:  # the port is free again
+        probe.bind(("127.0.0.1", callback.port))

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+import anyio
 import httpx
 
 from .browser import AuthorizationResponse, CallbackHandler, LoopbackCallback, RedirectHandler, open_browser
@@ -185,7 +186,11 @@ class OAuth(Grant):
             prompt="consent" if "offline_access" in scopes else None,
         )
         async with self._with_person():
-            await self.redirect_handler(url)
+            try:
+                await self.redirect_handler(url)
+            except BaseException:
+                await self._release_callback()
+                raise
             answer = await self.callback_handler.wait_for_callback(state, self.login_timeout)
         form = {
             "code": _code_from(answer, state, issuer, metadata),
@@ -196,6 +201,17 @@ class OAuth(Grant):
         tokens = await self._token_request(http, metadata, registration, issuer, "authorization_code", form)
         logger.info("authorized for %s at %s", resource.resource, issuer)
         return record(tokens, issuer, resource, scopes)
+
+    async def _release_callback(self) -> None:
+        """Close a callback listener opened for a login that will not happen (the redirect failed).
+
+        `wait_for_callback` closes it on every other path; a handler of your
+        own that holds nothing has no `aclose` and needs none.
+        """
+        close = getattr(self.callback_handler, "aclose", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()
 
 
 def _code_from(answer: AuthorizationResponse, state: str, issuer: str, metadata: dict[str, Any]) -> str:
