@@ -17,11 +17,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from mcp_types.methods import CACHEABLE_METHODS, CacheableMethod
+from typing import Any, Literal, get_args
 
 __all__ = ["CACHEABLE_METHODS", "CacheHint", "CacheableMethod", "checked_cache_hints"]
+
+# mcp_types.methods has the same two names, but importing it builds every method's models: 120 ms
+# added to `import mcp_resolve` for six strings. tests/test_porting_constructor.py holds them equal.
+CacheableMethod = Literal[
+    "prompts/list",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "server/discover",
+    "tools/list",
+]
+CACHEABLE_METHODS: frozenset[str] = frozenset(get_args(CacheableMethod))
 
 
 @dataclass(frozen=True, slots=True)
