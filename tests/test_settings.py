@@ -435,3 +435,28 @@ def test_a_redis_password_never_reaches_the_log(tmp_path: Path) -> None:
     text = log.read_text()
     assert "redis_url=set" in text and "Redis at redis://:***@127.0.0.1:1/0 failed" in text
     assert "hunter2" not in text and KEY not in text
+
+
+_IDLE_SERVER = """
+import sys
+from mcp_resolve import MCPServer
+
+mcp = MCPServer("idle")
+mcp.run()  # stdio; stdin is empty: serves nothing, then ends
+print("pydantic_settings" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("configured", [False, True])
+def test_the_settings_model_loads_only_when_a_variable_is_set(configured: bool) -> None:
+    """With no MCP_RESOLVE_* variable every setting is its default: an idle stdio server does not
+    load pydantic-settings (about 1 MB); with one set, it reads (and checks) them all."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(ENV_PREFIX)}
+    if configured:
+        env["MCP_RESOLVE_LOG_LEVEL"] = "warning"
+    done = subprocess.run([PYTHON, "-c", _IDLE_SERVER], input=b"", capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr.decode().strip().splitlines()[-1] == str(configured)
+    env["MCP_RESOLVE_PORT"] = "abc"  # and a bad value is still caught whenever one is set
+    failed = subprocess.run([PYTHON, "-c", _IDLE_SERVER], input=b"", capture_output=True, env=env, timeout=60)
+    assert failed.returncode != 0 and b"MCP_RESOLVE_PORT='abc'" in failed.stderr

@@ -91,9 +91,13 @@ def choose_keys_and_stores(
     unnamed server sealing with shared keys is refused: every unnamed server
     would stamp the same audience, so state one minted would open on another.
     """
-    from .settings import load_settings
+    from .environment import settings_in_environment
 
-    settings = load_settings() if request_state_security is None or redis_url is None else None
+    settings = None
+    if (request_state_security is None or redis_url is None) and settings_in_environment():
+        from .settings import load_settings
+
+        settings = load_settings()
     if settings is not None and redis_url is None:
         redis_url = settings.redis()
     server.request_state_security = request_state_security or RequestStateSecurity.from_keys(

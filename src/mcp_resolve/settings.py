@@ -24,9 +24,10 @@ from pydantic import SecretStr, ValidationError, field_validator
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .environment import ENV_PREFIX
+
 __all__ = ["ENV_PREFIX", "InvalidSetting", "LogLevel", "Settings", "load_settings"]
 
-ENV_PREFIX = "MCP_RESOLVE_"
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 SECRET_FIELDS = frozenset({"state_keys", "redis_url"})

@@ -98,12 +98,17 @@ async def serve_stdio(
     Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve.logs`).
     """
     if stdout is None:
+        from ..environment import settings_in_environment
         from ..logs import configure_logging
-        from ..settings import load_settings
 
-        settings = load_settings(log_level=log_level)
-        configure_logging(settings.log_level)
-        logger.debug("settings: %s", settings.described())
+        if log_level is None and not settings_in_environment():
+            configure_logging(None)  # nothing set: the defaults, without loading the settings model
+        else:
+            from ..settings import load_settings
+
+            settings = load_settings(log_level=log_level)
+            configure_logging(settings.log_level)
+            logger.debug("settings: %s", settings.described())
         with _claim_stdout() as protocol:
             await serve_stdio(server, stdin, protocol)
         return
