@@ -122,11 +122,7 @@ async def respond(
             _request_scope, server, request, params, meta, sink, principal, headers, rounds, watch
         )
         result = await handler(params, Context(scope, watch))
-        if rounds and result.get("resultType") == "input_required":
-            if binding is None:
-                binding = BindingOnce(server, method, params, principal)
-            seal_state(server, binding, result, watch)
-        return result_message(request.id, finish_result(server, method, result))
+        return _answer(server, request, params, principal, binding, result, watch)
     except Exception as exc:
         return failure_message(request, exc)
 
@@ -179,13 +175,29 @@ async def _respond_through_middleware(
             return await _serve(server, to, meta, sink, principal, headers, watch)
 
         result = dump_result(await run_chain(server.middleware, ctx, inner))
-        if rounds and result.get("resultType") == "input_required":
-            if binding is None:
-                binding = BindingOnce(server, method, params, principal)
-            seal_state(server, binding, result, watch)
-        return result_message(request.id, finish_result(server, method, result))
+        return _answer(server, request, params, principal, binding, result, watch)
     except Exception as exc:
         return failure_message(request, exc)
+
+
+def _answer(
+    server: MCPServer,
+    request: IncomingRequest,
+    params: dict[str, Any],
+    principal: str | None,
+    binding: BindingOnce | None,
+    result: dict[str, Any],
+    watch: RequestWatch | None,
+) -> dict[str, Any]:
+    """The response message for `result`; an `input_required` one of a multi-round method sealed first.
+
+    `binding` is the one an echoed requestState was opened against, if any
+    (a new round is bound to the same request); else it is made here.
+    """
+    method = request.method
+    if result.get("resultType") == "input_required" and method in MULTI_ROUND_METHODS:
+        seal_state(server, binding or BindingOnce(server, method, params, principal), result, watch)
+    return result_message(request.id, finish_result(server, method, result))
 
 
 async def _serve(
