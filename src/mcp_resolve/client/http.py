@@ -6,7 +6,10 @@ response) into the receive queue, in a task of its own so requests overlap.
 Any failure of that POST becomes a JSON-RPC error for the request's id, so a
 caller waiting on it always wakes up; in particular a server that does not
 speak 2026-07-28 answering the `server/discover` probe with a 4xx makes the
-Client fall back to `initialize`.
+Client fall back to `initialize`. A POST that got no answer at all (the
+connection failed) is marked `UNDELIVERED`, and one the OAuth flow gave up
+on carries the `AuthorizationError`'s code: neither says anything about the
+server's era.
 
 The era is read off each outgoing message: a request whose `_meta` carries a
 protocol version is 2026-07-28 (that version in `MCP-Protocol-Version`, the
@@ -49,6 +52,7 @@ from ..protocol.param_headers import (
     param_headers,
 )
 from .auth.errors import AuthorizationError
+from .pipes import UNDELIVERED
 
 __all__ = ["BorrowedClient", "HttpPipe", "open_http"]
 
@@ -255,7 +259,10 @@ class HttpPipe:
             return
         except (httpx.HTTPError, ValueError) as exc:
             logger.debug("POST of %s failed", method, exc_info=True)
-            self._deliver(error_message(request_id, INTERNAL_ERROR, f"HTTP request failed: {exc}"), method)
+            unanswered = {UNDELIVERED: type(exc).__name__} if isinstance(exc, httpx.TransportError) else None
+            self._deliver(
+                error_message(request_id, INTERNAL_ERROR, f"HTTP request failed: {exc}", unanswered), method
+            )
             return
         if not answered:
             self._deliver(error_message(request_id, INTERNAL_ERROR, "the server sent no response"), method)

@@ -1,10 +1,14 @@
 """Agreeing on the protocol era with a server: `server/discover` (2026-07-28) or the `initialize` handshake.
 
 `mode="auto"` probes with `server/discover` and, when the server stays silent
-or does not know the method, falls back to the handshake; a server that
-answers the probe by naming only versions we do not speak is an error, not
-a handshake-era server. What the server said about itself comes back as a
-`ServerHello`.
+or refuses the method, falls back to the handshake; a server that answers
+the probe by naming only versions we do not speak is an error, not a
+handshake-era server. So is a probe the server never answered (the
+connection failed) or that could not be signed (the OAuth login failed): the
+server's era is unknown then, and a handshake that happened to work a moment
+later would settle on the older protocol with a server that speaks the new
+one (and, for a login, send the person to the browser again). What the
+server said about itself comes back as a `ServerHello`.
 
 Timeouts here are for servers that never answer: the time a person spends on
 a login page (the OAuth flow's clock) does not count against them.
@@ -22,6 +26,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..errors import UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from .auth.errors import AuthorizationError
 from .meta import traced
+from .pipes import undelivered
 from .session import ClientSession
 
 __all__ = ["Mode", "ServerHello", "check_mode", "negotiate", "within"]
@@ -96,6 +101,8 @@ async def _negotiate(
                 raise MCPError(
                     exc.code, f"the server supports none of our modern versions: {exc.message}", exc.data
                 ) from None
+            if undelivered(exc.data):
+                raise  # the server said nothing: no era can be read from that
         except TimeoutError:
             pass
         else:

@@ -1,7 +1,10 @@
 """Client-side transports as message pipes: `send(dict)`, `receive() -> dict`, `aclose()`.
 
 A pipe hides whether the server is in this process, a child process, or
-behind HTTP; the session above it only sees JSON-RPC messages.
+behind HTTP; the session above it only sees JSON-RPC messages. A pipe that
+could not deliver a request at all answers it itself, with an error whose
+`data` carries `UNDELIVERED` (the failure's kind): the server said nothing,
+so nothing about the server (its protocol era, say) may be read from it.
 """
 
 from __future__ import annotations
@@ -21,9 +24,16 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..protocol.jsonrpc import encode
 
-__all__ = ["MessagePipe", "open_stdio", "stdio_command"]
+__all__ = ["UNDELIVERED", "MessagePipe", "open_stdio", "stdio_command", "undelivered"]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
+UNDELIVERED = "undelivered"
+"""The `data` key of the error a pipe answers for a request that never got an answer from the server."""
+
+
+def undelivered(data: Any) -> bool:
+    """Whether an error's `data` says the pipe, not the server, answered (the request got no answer)."""
+    return isinstance(data, dict) and UNDELIVERED in data
 
 
 class MessagePipe(Protocol):

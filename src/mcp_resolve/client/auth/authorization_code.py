@@ -186,11 +186,7 @@ class OAuth(Grant):
             prompt="consent" if "offline_access" in scopes else None,
         )
         async with self._with_person():
-            try:
-                await self.redirect_handler(url)
-            except BaseException:
-                await self._release_callback()
-                raise
+            await self._send_person(url)
             answer = await self.callback_handler.wait_for_callback(state, self.login_timeout)
         form = {
             "code": _code_from(answer, state, issuer, metadata),
@@ -201,6 +197,29 @@ class OAuth(Grant):
         tokens = await self._token_request(http, metadata, registration, issuer, "authorization_code", form)
         logger.info("authorized for %s at %s", resource.resource, issuer)
         return record(tokens, issuer, resource, scopes)
+
+    async def _send_person(self, url: str) -> None:
+        """Call the redirect handler, once: its failure ends this login with an AuthorizationError.
+
+        Whatever it raised (a browser that would not start, a test browser's
+        httpx error) is the login's failure, not the MCP server's, so the
+        Client neither mistakes it for an older server nor sends the person
+        to the browser a second time.
+        """
+        try:
+            await self.redirect_handler(url)
+        except AuthorizationError:
+            await self._release_callback()
+            raise
+        except Exception as exc:
+            await self._release_callback()
+            logger.debug("the redirect handler failed", exc_info=True)
+            raise AuthorizationError(
+                "redirect_failed", f"the redirect handler raised {type(exc).__name__}: {printable(exc, 200)}"
+            ) from exc
+        except BaseException:
+            await self._release_callback()
+            raise
 
     async def _release_callback(self) -> None:
         """Close a callback listener opened for a login that will not happen (the redirect failed).

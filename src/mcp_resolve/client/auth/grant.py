@@ -11,7 +11,9 @@ storage) and acts on what the server answers:
   for before and the scopes the challenge names (step-up), at most
   `max_step_ups` times per request, and not at all when the token already
   holds every challenged scope (asking again cannot help; the server is
-  refusing for another reason).
+  refusing for another reason). A step-up whose grant still lacks a
+  challenged scope ends there, with an `AuthorizationError`: the
+  authorization server (or the person) declined it, and would again.
 
 A token about to expire is refreshed before the request goes out. How a new
 token is obtained, and with which client identity, is each grant's own
@@ -81,6 +83,24 @@ class _Attempts:
     step_ups: int = 0
 
 
+def _network_failure(exc: httpx.HTTPError) -> str:
+    """What an HTTP failure while signing in was, and where: the URL without its query (state, codes)."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an httpx error raised without a request
+        where = "an authorization server"
+    else:
+        port = f":{url.port}" if url.port is not None else ""
+        where = printable(f"{url.scheme}://{url.host}{port}{url.path}", 200)
+    return f"could not reach {where}: {type(exc).__name__}: {printable(exc, 200)}"
+
+
+def _granted(tokens: dict[str, Any]) -> set[str]:
+    """The scopes a token record holds: its `scope`, else what was asked for (RFC 6749 §5.1)."""
+    scope = tokens.get("scope")
+    return set(str(scope).split()) if scope is not None else set(tokens.get("requested_scope") or [])
+
+
 class Grant(httpx.Auth):
     """What both grants share: discovery, token storage, refresh, the 401/403 handling."""
 
@@ -134,16 +154,24 @@ class Grant(httpx.Auth):
 
     @staticmethod
     async def _guarded(step: Awaitable[T]) -> T:
-        """A step of the flow, any failure of which is an AuthorizationError (or an httpx error).
+        """A step of the flow, any failure of which is an AuthorizationError.
 
-        The transport that sent the request expects those two; anything else
-        (an unreadable token file, a library's surprise) would end the whole
-        connection instead of failing one request.
+        The MCP request itself is sent by httpx outside these steps, so an
+        httpx error here came from signing in (an authorization server, the
+        resource metadata, a redirect handler that browses): it is said as
+        an `AuthorizationError` too, never as the MCP server's own failure,
+        which a Client would read as "this server speaks an older protocol"
+        and sign in again for. Anything else (an unreadable token file, a
+        library's surprise) would end the whole connection instead of
+        failing one request.
         """
         try:
             return await step
-        except (AuthorizationError, httpx.HTTPError):
+        except AuthorizationError:
             raise
+        except httpx.HTTPError as exc:
+            logger.debug("the authorization flow failed", exc_info=True)
+            raise AuthorizationError("network_error", _network_failure(exc)) from exc
         except Exception as exc:
             logger.debug("the authorization flow failed", exc_info=True)
             raise AuthorizationError("client_error", f"{type(exc).__name__}: {printable(exc, 200)}") from exc
@@ -298,10 +326,7 @@ class Grant(httpx.Auth):
                 attempts.renewals += 1
                 return current if attempts.renewals <= 3 else None
             requested = list(current.get("requested_scope") or [])
-            granted = (
-                set(str(current["scope"]).split()) if current.get("scope") is not None else set(requested)
-            )
-            if not challenged or set(challenged) <= granted:
+            if not challenged or set(challenged) <= _granted(current):
                 logger.warning("the server refuses scopes %s although the token holds them", challenged)
                 return None
             if attempts.step_ups >= self.max_step_ups:
@@ -312,7 +337,18 @@ class Grant(httpx.Auth):
                     http, server, challenge, current.get("issuer")
                 )
                 scopes = self._with_extras(union_scopes(requested, challenged), metadata)
-                return await self._save(server, await self._obtain(http, resource, issuer, metadata, scopes))
+                widened = await self._save(
+                    server, await self._obtain(http, resource, issuer, metadata, scopes)
+                )
+            missing = [scope for scope in challenged if scope not in _granted(widened)]
+            if missing:
+                # Asking again gets the same answer: a person or a policy said no, so say it once.
+                raise AuthorizationError(
+                    "insufficient_scope",
+                    f"the authorization server did not grant {printable(' '.join(missing))}, "
+                    "which the server asks for",
+                )
+            return widened
 
     async def _refresh(
         self, http: httpx.AsyncClient, server: str, tokens: dict[str, Any], metadata: dict[str, Any]

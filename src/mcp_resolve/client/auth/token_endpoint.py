@@ -2,7 +2,20 @@
 
 Every grant ends here: the form is encoded and the client authenticated by
 Authlib; the answer is bounded in size and must hold a printable Bearer
-access token of sensible length. A token record keeps, beside the tokens,
+access token of sensible length.
+
+A request whose connection drops before any answer (refused, reset, closed
+without a response) is sent once more, with the client authentication
+prepared afresh (a `private_key_jwt` assertion is single-use too). That is
+safe for every grant, even the authorization code, which is single-use: if
+the first request never reached the server, the second gets the tokens; if
+it did, the server refuses the second (`invalid_grant`) and the login ends
+with that `AuthorizationError`, as it would have without the retry. A
+timeout is not retried: the server may still be working on the first one.
+Anything else that goes wrong on the way is for the caller (the `Grant`) to
+turn into an `AuthorizationError`.
+
+A token record keeps, beside the tokens,
 where they came from (`issuer`, `resource`) and which scopes were asked for
 (`requested_scope`), so a later refresh or step-up asks the same server for
 the same things.
@@ -10,10 +23,12 @@ the same things.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 import httpx
 
 from .discovery import ProtectedResource, read_json
@@ -23,6 +38,7 @@ from .registration import Registration
 __all__ = [
     "MAX_ACCESS_TOKEN_CHARS",
     "MAX_TOKEN_RESPONSE_BYTES",
+    "RETRIED_FAILURES",
     "expiring",
     "record",
     "refreshed",
@@ -33,6 +49,17 @@ __all__ = [
 MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 MAX_ACCESS_TOKEN_CHARS = 16 * 1024
 """It travels in a header on every request; a bigger one is not a token we can use."""
+
+RETRIED_FAILURES: tuple[type[httpx.TransportError], ...] = (
+    httpx.ConnectError,
+    httpx.ReadError,
+    httpx.WriteError,
+    httpx.RemoteProtocolError,
+)
+"""A connection that failed or dropped before an answer came: the token request is sent once more."""
+_RETRY_DELAY = 0.25
+
+logger = logging.getLogger("mcp_resolve.client.auth")
 
 
 def secret_auth(registration: Registration) -> Any:
@@ -59,19 +86,27 @@ async def token_request(
 ) -> dict[str, Any]:
     """The tokens `issuer`'s token endpoint grants for `form`, checked (an AuthorizationError if unusable)."""
     from authlib.oauth2.rfc6749 import OAuth2Token
-    from authlib.oauth2.rfc6749.parameters import prepare_token_request
 
     endpoint = metadata.get("token_endpoint")
     if not isinstance(endpoint, str):
         raise AuthorizationError("metadata_invalid", f"{issuer} has no token_endpoint")
-    body = prepare_token_request(grant_type, **form)
-    headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
-    _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
-    async with http.stream("POST", endpoint, content=body, headers=headers) as response:
-        payload = await read_json(response, MAX_TOKEN_RESPONSE_BYTES)
-        status = response.status_code
+    retried = False
+    try:
+        payload, status = await _post(http, endpoint, grant_type, form, client_auth)
+    except RETRIED_FAILURES as exc:
+        logger.info("the token request to %s failed (%s); sending it once more", issuer, type(exc).__name__)
+        await anyio.sleep(_RETRY_DELAY)
+        retried = True
+        payload, status = await _post(http, endpoint, grant_type, form, client_auth)
     if status != 200 or not isinstance(payload, dict):
-        raise refusal(payload, status, "token_request_failed", "token")
+        refused = refusal(payload, status, "token_request_failed", "token")
+        if not retried:
+            raise refused
+        raise AuthorizationError(
+            refused.error,
+            f"{refused.description} (sent again after the connection dropped; the first request may have "
+            "used up a single-use grant: sign in again)",
+        )
     access_token = payload.get("access_token")
     token_type = payload.get("token_type", "Bearer")
     if (
@@ -101,6 +136,19 @@ async def token_request(
     except (TypeError, ValueError):
         raise AuthorizationError("invalid_token_response", "expires_in is not a number") from None
     return {key: value for key, value in token.items() if value is not None}
+
+
+async def _post(
+    http: httpx.AsyncClient, endpoint: str, grant_type: str, form: dict[str, Any], client_auth: Any
+) -> tuple[Any, int]:
+    """One token request: the form encoded and authenticated now, the answer read within its bound."""
+    from authlib.oauth2.rfc6749.parameters import prepare_token_request
+
+    body = prepare_token_request(grant_type, **form)
+    headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
+    _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
+    async with http.stream("POST", endpoint, content=body, headers=headers) as response:
+        return await read_json(response, MAX_TOKEN_RESPONSE_BYTES), response.status_code
 
 
 def record(
