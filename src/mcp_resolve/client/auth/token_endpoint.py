@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from .discovery import ProtectedResource, read_json
+from .discovery import ProtectedResource, fetch_deadline, read_json
 from .errors import AuthorizationError, printable, refusal
 from .registration import Registration
 
@@ -67,7 +67,10 @@ async def token_request(
     body = prepare_token_request(grant_type, **form)
     headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
     _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
-    async with http.stream("POST", endpoint, content=body, headers=headers) as response:
+    async with (
+        fetch_deadline(http, endpoint),
+        http.stream("POST", endpoint, content=body, headers=headers) as response,
+    ):
         payload = await read_json(response, MAX_TOKEN_RESPONSE_BYTES)
         status = response.status_code
     if status != 200 or not isinstance(payload, dict):
