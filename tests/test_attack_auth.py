@@ -179,7 +179,8 @@ async def test_a_slow_introspection_endpoint_refuses_at_the_deadline() -> None:
         async with protected(verifier) as url:
             statuses = await burst(url, [f"opaque-{n}" for n in range(20)])
     assert statuses == [401] * 20
-    assert verifier.requests == 20 and endpoint.connections == 20  # nothing cached from a failure
+    assert verifier.requests == 20  # each asked (on a loaded machine some are cut before they connect)
+    assert 1 <= endpoint.connections <= 20
 
 
 async def test_the_clients_fetches_from_an_authorization_server_have_one_deadline() -> None:
