@@ -65,7 +65,7 @@ async def test_inactive_unknown_and_foreign_tokens_are_refused(issuer: TestIssue
         "revoked": issuer.opaque_token(AUDIENCE),
         "for another resource": issuer.opaque_token("https://other.example/mcp"),
         "with no audience": issuer.opaque_token(AUDIENCE, aud=None),
-        "expired by its exp": issuer.opaque_token(AUDIENCE, exp=now - 5),
+        "expired by its exp": issuer.opaque_token(AUDIENCE, exp=now - 120),  # past the 30 s of skew
         "not yet valid": issuer.opaque_token(AUDIENCE, nbf=now + 600),
         "from another issuer": issuer.opaque_token(AUDIENCE, iss="https://evil.example"),
         "lacking a required scope": issuer.opaque_token(AUDIENCE, scope="write"),
@@ -78,7 +78,7 @@ async def test_inactive_unknown_and_foreign_tokens_are_refused(issuer: TestIssue
 
 
 async def test_the_cache_never_outlives_the_tokens_expiry(issuer: TestIssuer) -> None:
-    verifier = verifier_for(issuer, cache_ttl_s=600)
+    verifier = verifier_for(issuer, cache_ttl_s=600, leeway_s=0)
     token = issuer.opaque_token(AUDIENCE, exp=int(time.time()) + 2)
     assert await verifier.verify_token(token) is not None
     assert await verifier.verify_token(token) is not None

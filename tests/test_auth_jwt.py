@@ -175,3 +175,19 @@ async def test_an_unbound_verifier_without_an_audience_refuses_everything() -> N
     issuer = TestIssuer()
     verifier = JWTVerifier(public_key=issuer.public_pem())
     assert await verifier.verify_token(issuer.mint(AUDIENCE)) is None
+
+
+async def test_an_opaque_token_is_refused_with_a_log_line_naming_introspection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Providers that issue opaque access tokens by default (oidc-provider) meet a 401: the log says why."""
+    issuer = TestIssuer()
+    verifier = JWTVerifier(public_key=issuer.public_pem(), issuer=issuer.base, audience=AUDIENCE)
+    opaque = ["K6S5sJrEp0c1sXgZ1lO3mBqZ2vOQ9e2YwQm1bYk3xq8", "another-opaque-token-0123456789"]
+    with caplog.at_level(logging.INFO, logger="mcp_resolve.auth"):
+        for token in opaque:
+            assert await verifier.verify_token(token) is None
+    levels = [record.levelno for record in caplog.records if "not a signed JWT" in record.getMessage()]
+    assert levels == [logging.WARNING, logging.INFO]  # said loudly once, then quietly
+    assert "IntrospectionVerifier" in caplog.text
+    assert not any(token in caplog.text for token in opaque)

@@ -5,7 +5,9 @@ answer is cached, bounded in entries and in time, and never past the token's
 own `exp`, so a token is not honoured a second longer than its issuer allows.
 A positive answer may be served from the cache for up to `cache_ttl_s`: that
 is how long a revocation can take to be seen here (set 0 to ask every time).
-An unreachable endpoint refuses the token (fail closed) and caches nothing.
+An unreachable endpoint, or one that has not answered in full within
+`timeout_s` (one deadline for the whole exchange), refuses the token (fail
+closed) and caches nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from .fetch import Unreachable, fetch_json
-from .tokens import AccessToken, check_scope, matching_audience
+from .tokens import (
+    DEFAULT_LEEWAY_S,
+    AccessToken,
+    check_leeway,
+    check_scope,
+    lifetime_refusal,
+    matching_audience,
+)
 
 if TYPE_CHECKING:
     from .tokens import AuthSettings
@@ -48,6 +57,8 @@ class IntrospectionVerifier:
     `audience` (default: the protected server's `resource_server_url`) must
     appear in the answer's `aud`; `issuer` (default: its `issuer_url`), when
     the answer names one, must match. `required_scopes` are needed by every token.
+    The answer's `exp`, `nbf` and `iat` are checked by the same clock-skew rule
+    as JWTVerifier's, with `leeway_s`; `timeout_s` bounds each request as a whole.
     """
 
     def __init__(
@@ -61,6 +72,7 @@ class IntrospectionVerifier:
         required_scopes: Sequence[str] | None = None,
         cache_ttl_s: float = 60.0,
         cache_size: int = 10_000,
+        leeway_s: float = DEFAULT_LEEWAY_S,
         timeout_s: float = 5.0,
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
@@ -75,6 +87,7 @@ class IntrospectionVerifier:
         self.required_scopes = tuple(check_scope(s) for s in required_scopes or ())
         self.cache_ttl_s = cache_ttl_s
         self.cache_size = cache_size
+        self.leeway_s = check_leeway(leeway_s)
         self.timeout_s = timeout_s
         self.http_client = http_client
         self._cache: OrderedDict[bytes, tuple[AccessToken | None, float]] = OrderedDict()
@@ -140,12 +153,10 @@ class IntrospectionVerifier:
             raise Unreachable(f"{self.endpoint} answered with something other than a JSON object")
         if answer.get("active") is not True:
             raise _Refused("the authorization server reports it inactive")
-        expires_at = _number(answer, "exp")
-        if expires_at is not None and expires_at <= now:
-            raise _Refused("expired")
-        not_before = _number(answer, "nbf")
-        if not_before is not None and not_before > now:
-            raise _Refused("not yet valid (nbf)")
+        outside = lifetime_refusal(answer, self.leeway_s, now=now)
+        if outside is not None:
+            raise _Refused(outside)
+        expires_at = answer.get("exp")
         issuer = answer.get("iss")
         if issuer is not None and self.issuer is not None and issuer != self.issuer:
             raise _Refused("issued by another authorization server")
@@ -177,12 +188,3 @@ class IntrospectionVerifier:
         if found is not None:
             return found
         raise _Refused("issued for another audience" if named_any else "the answer names no audience (aud)")
-
-
-def _number(answer: dict[str, Any], name: str) -> float | None:
-    value = answer.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise _Refused(f"malformed {name}")
-    return float(value)

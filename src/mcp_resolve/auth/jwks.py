@@ -3,10 +3,11 @@
 Rotation works without a restart: a token naming a key id the cached set
 lacks makes the set be fetched again. That refetch is rate-limited (a flood
 of made-up key ids costs the authorization server one request per interval,
-not one per token), and concurrent requests share one fetch. Cached keys are
-trusted for `cache_ttl_s` after they were fetched; past that, or when
-nothing was ever fetched, an unreachable endpoint means no key, so the token
-is refused (fail closed).
+not one per token), and concurrent requests share one fetch, bounded by one
+deadline: nobody waits on it longer, and a token whose key is cached never
+waits on it at all. Cached keys are trusted for `cache_ttl_s` after they
+were fetched; past that, or when nothing was ever fetched, an unreachable
+or slow endpoint means no key, so the token is refused (fail closed).
 """
 
 from __future__ import annotations
@@ -103,7 +104,13 @@ class StaticKey:
 
 
 class JWKSKeys:
-    """A JWKS URL's keys, fetched on first use, kept `cache_ttl_s`, refetched for an unknown key id."""
+    """A JWKS URL's keys, fetched on first use, kept `cache_ttl_s`, refetched for an unknown key id.
+
+    `timeout_s` is the deadline of one fetch, whole (connecting, headers,
+    body). Requests that need the set while a fetch is under way wait for
+    that fetch, not for a lock, and no longer than its deadline: then they
+    are refused (401), like the request that started it.
+    """
 
     def __init__(
         self,
@@ -125,7 +132,8 @@ class JWKSKeys:
         self._fetched_at: float | None = None
         self._last_refetch: float | None = None  # of a fetch an unknown kid asked for
         self._failed_at: float | None = None
-        self._lock: anyio.Lock | None = None
+        self._inflight: anyio.Event | None = None  # set when the fetch under way ends, however it ends
+        self._inflight_until = 0.0  # its deadline, on the event loop's clock
 
     def _fresh(self) -> bool:
         return self._fetched_at is not None and self.clock() - self._fetched_at < self.cache_ttl_s
@@ -134,22 +142,20 @@ class JWKSKeys:
         if self._fresh():
             key = _pick(self._keys, kid, alg)
             if key is not None:
-                return key
-            if not self._may_refetch():
-                raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
-        if self._lock is None:
-            self._lock = anyio.Lock()
-        async with self._lock:  # concurrent requests share one fetch
-            key = _pick(self._keys, kid, alg) if self._fresh() else None
-            if key is not None:
-                return key
-            if self._fresh() and not self._may_refetch():
-                raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
-            await self._fetch(refetch=self._fresh())
-        key = _pick(self._keys, kid, alg)
-        if key is None:
+                return key  # a known key never waits for a fetch, however slow one is
+        if self._inflight is not None:
+            with anyio.move_on_at(self._inflight_until):  # concurrent requests share one fetch
+                await self._inflight.wait()
+        elif self._fresh() and not self._may_refetch():
             raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
-        return key
+        else:
+            await self._fetch(refetch=self._fresh())
+        key = _pick(self._keys, kid, alg) if self._fresh() else None
+        if key is not None:
+            return key
+        if self._failed_at is not None or not self._fresh():
+            raise KeyUnavailable(f"JWKS unavailable: no key from {self.uri} for kid {kid!r}")
+        raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
 
     def _may_refetch(self) -> bool:
         last = self._last_refetch
@@ -161,6 +167,8 @@ class JWKSKeys:
             raise KeyUnavailable(f"the JWKS at {self.uri} failed moments ago; not asking again yet")
         if refetch:
             self._last_refetch = now
+        done = self._inflight = anyio.Event()
+        self._inflight_until = anyio.current_time() + self.timeout_s
         try:
             document = await fetch_json(
                 self.http_client,
@@ -171,11 +179,14 @@ class JWKSKeys:
                 headers={"accept": "application/json"},
             )
             keys = _parse_jwks(document)
+            self._keys, self._fetched_at, self._failed_at = keys, self.clock(), None
         except (Unreachable, ValueError) as exc:
             self._failed_at = self.clock()
             logger.error("JWKS unavailable, refusing tokens it would have to check: %s", exc)
             raise KeyUnavailable(f"JWKS unavailable: {exc}") from None
-        self._keys, self._fetched_at, self._failed_at = keys, self.clock(), None
+        finally:
+            self._inflight = None
+            done.set()
         logger.info("fetched %d signing key(s) from %s", len(keys), self.uri)
 
 

@@ -26,7 +26,14 @@ from joserfc.errors import JoseError
 from joserfc.jws import JWSRegistry
 
 from .jwks import JWKSKeys, KeyUnavailable, StaticKey, load_public_key
-from .tokens import AccessToken, check_scope, matching_audience
+from .tokens import (
+    DEFAULT_LEEWAY_S,
+    AccessToken,
+    check_leeway,
+    check_scope,
+    lifetime_refusal,
+    matching_audience,
+)
 
 if TYPE_CHECKING:
     from .tokens import AuthSettings
@@ -56,6 +63,33 @@ _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 class _Refused(Exception):
     """Why a token was refused, for the log."""
+
+
+class _NotAJWT(_Refused):
+    """The token is not a JWS at all: most often an opaque token from a provider that issues those."""
+
+
+_NOT_A_JWT = (
+    "not a signed JWT (three base64url segments): if your authorization server issues opaque access "
+    "tokens, verify them with IntrospectionVerifier, or have it issue JWT access tokens for this resource"
+)
+
+
+class _ClaimsNoClock(jwt.JWTClaimsRegistry):
+    """joserfc's claim checks (`iss`, the types of `sub`, `jti`, `aud`) without its clock.
+
+    `exp`, `nbf` and `iat` go by `lifetime_refusal`, the skew rule every
+    verifier and the bearer check share, so `leeway_s` means one thing.
+    """
+
+    def validate_exp(self, value: object) -> None:
+        pass
+
+    def validate_nbf(self, value: object) -> None:
+        pass
+
+    def validate_iat(self, value: object) -> None:
+        pass
 
 
 def _header(token: str) -> dict[str, Any]:
@@ -88,9 +122,11 @@ class JWTVerifier:
     have been issued by that authorization server for this very server.
     `audience` may list several accepted values. `required_scopes` are needed
     by every token (a token without them is refused as invalid). `leeway_s`
-    absorbs clock skew on `exp`, `nbf` and `iat`. The JWKS is kept
+    absorbs clock skew on `exp`, `nbf` and `iat` alike (`lifetime_refusal`). The JWKS is kept
     `jwks_cache_ttl_s`; an unknown key id refetches it at most once every
-    `jwks_refetch_interval_s`.
+    `jwks_refetch_interval_s`; `timeout_s` bounds each fetch as a whole.
+    The authorization server must issue JWT access tokens: an opaque one is
+    refused (use `IntrospectionVerifier` for those).
     """
 
     def __init__(
@@ -102,7 +138,7 @@ class JWTVerifier:
         audience: str | Sequence[str] | None = None,
         algorithms: Sequence[str] | None = None,
         required_scopes: Sequence[str] | None = None,
-        leeway_s: int = 30,
+        leeway_s: float = DEFAULT_LEEWAY_S,
         jwks_cache_ttl_s: float = 3600.0,
         jwks_refetch_interval_s: float = 30.0,
         timeout_s: float = 5.0,
@@ -123,7 +159,8 @@ class JWTVerifier:
             None if audience is None else (audience,) if isinstance(audience, str) else tuple(audience)
         )
         self.required_scopes = tuple(check_scope(s) for s in required_scopes or ())
-        self.leeway_s = leeway_s
+        self.leeway_s = check_leeway(leeway_s)
+        self._told_not_a_jwt = False
         self._registry = JWSRegistry(algorithms=list(chosen), strict_check_header=False)
         self.keys: StaticKey | JWKSKeys = (
             StaticKey(load_public_key(public_key))
@@ -147,6 +184,10 @@ class JWTVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
             return await self._verify(token)
+        except _NotAJWT as exc:  # said once as a warning: it is usually a configuration to fix
+            level = logging.INFO if self._told_not_a_jwt else logging.WARNING
+            logger.log(level, "refused an access token: %s", exc)
+            self._told_not_a_jwt = True
         except _Refused as exc:
             logger.info("refused a JWT access token: %s", exc)
         except KeyUnavailable as exc:  # an outage was logged as an error where it happened
@@ -159,7 +200,7 @@ class JWTVerifier:
         if len(token) > MAX_TOKEN_BYTES:
             raise _Refused(f"longer than {MAX_TOKEN_BYTES} bytes")
         if not _COMPACT_JWS.fullmatch(token):
-            raise _Refused("not a signed JWT (three base64url segments)")
+            raise _NotAJWT(_NOT_A_JWT)
         header = _header(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self.algorithms:
@@ -185,12 +226,14 @@ class JWTVerifier:
         )
 
     def _check_claims(self, claims: dict[str, Any]) -> None:
-        options: dict[str, Any] = {"exp": {"essential": True}}
+        outside = lifetime_refusal(claims, self.leeway_s, require_exp=True)
+        if outside is not None:
+            raise _Refused(outside)
+        options: dict[str, Any] = {}
         if self.issuer is not None:
             options["iss"] = {"essential": True, "value": self.issuer}
-        registry = jwt.JWTClaimsRegistry(leeway=self.leeway_s, **options)
         try:
-            registry.validate(claims)
+            _ClaimsNoClock(**options).validate(claims)
         except JoseError as exc:
             raise _Refused(f"claims rejected: {exc.description or exc.error}") from None
         if self.required_scopes:

@@ -4,14 +4,18 @@
 field names, so a resource server written for it ports by changing imports.
 Nothing here speaks HTTP or JOSE: the transport calls a verifier and hands the
 `AccessToken` to the request; verifiers live in their own modules, loaded only
-by servers that use them.
+by servers that use them. The rules they share live here, once: a token's
+lifetime with clock skew (`lifetime_refusal`) and whether a resource URL is
+this server's (`same_resource`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
@@ -19,12 +23,15 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "DEFAULT_LEEWAY_S",
     "AccessToken",
     "AuthSettings",
     "TokenVerifier",
+    "check_leeway",
     "check_protection",
     "check_scope",
     "expand_scopes",
+    "lifetime_refusal",
     "matching_audience",
     "principal_of",
     "same_resource",
@@ -81,6 +88,8 @@ def _check_url(value: str, what: str) -> str:
         raise ValueError(f"{what} must be an absolute http(s) URL, got {value!r}")
     if parts.fragment or "#" in value:
         raise ValueError(f"{what} must not have a fragment, got {value!r}")
+    if "@" in parts.netloc:
+        raise ValueError(f"{what} must not carry a user name or password (userinfo)")
     if parts.scheme == "http" and not _is_loopback(parts.hostname):
         raise ValueError(
             f"{what} must use https (plain http only on loopback, for development), got {value!r}"
@@ -176,21 +185,93 @@ def principal_of(token: AccessToken) -> str:
     return json.dumps([token.issuer, token.subject, token.client_id], separators=(",", ":"))
 
 
-def _canonical(url: str) -> tuple[str, str, int | None, str]:
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
+DEFAULT_LEEWAY_S = 30
+"""Clock skew tolerated between this server and the authorization server, in seconds."""
+
+
+def check_leeway(value: float) -> float:
+    """A verifier's `leeway_s`: a finite number of seconds, not negative."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+        raise ValueError(f"leeway_s must be a number of seconds, 0 or more, got {value!r}")
+    return value
+
+
+def _numeric_date(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def lifetime_refusal(
+    claims: Mapping[str, Any], leeway_s: float, *, require_exp: bool = False, now: float | None = None
+) -> str | None:
+    """Why a token is outside its lifetime, or None when it is inside: the one clock-skew rule.
+
+    Every verifier and the HTTP bearer check go by it, so `leeway_s` means
+    the same everywhere: with `s` the leeway, a token is good while
+    `now < exp + s`, from `nbf - s` on, and only if `iat - s <= now` (issued
+    no later than the skew allows). Each bound moves by the same `s`, in the
+    token's favour. A claim that is present but not a number refuses the token.
+    """
+    now = time.time() if now is None else now
+    for name in ("exp", "nbf", "iat"):
+        if name in claims and claims[name] is not None and not _numeric_date(claims[name]):
+            return f"malformed {name}"
+    exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
+    if exp is None:
+        if require_exp:
+            return "no expiry (exp)"
+    elif now >= exp + leeway_s:
+        return "expired"
+    if nbf is not None and now < nbf - leeway_s:
+        return "not yet valid (nbf)"
+    if iat is not None and now < iat - leeway_s:
+        return "issued in the future (iat)"
+    return None
+
+
+_PRINTABLE_URL = re.compile(r"[!-~]+")
+"""Printable ASCII without spaces: `urlsplit` silently drops tabs and newlines, so they are refused first."""
+_HOST = re.compile(r"[a-z0-9._-]+|\[[0-9a-f:.]+\]")
+_PORT = re.compile(r":(?:[1-9][0-9]{0,4})?")
+
+
+def _is_web_url(value: str) -> bool:
+    return value[:8].lower().startswith(("https://", "http://"))
+
+
+def _canonical(url: str) -> tuple[str, str, int | None, str] | None:
+    """(scheme, host, port, path and query) of an http(s) URL, or None for one that cannot name a resource.
+
+    Case of scheme and host, a default port, an empty port and a trailing
+    slash do not matter (RFC 3986 §6.2.3). Anything else is compared as
+    written; a user name or password, a fragment, a backslash, whitespace,
+    a malformed host or port never name a resource (RFC 8707 §2), so they
+    match nothing.
+    """
+    if not isinstance(url, str) or not _PRINTABLE_URL.fullmatch(url) or "#" in url or "\\" in url:
+        return None
     try:
-        port = parts.port
+        parts = urlsplit(url)
     except ValueError:
-        port = -1
-    if port == {"https": 443, "http": 80}.get(scheme):
+        return None
+    scheme, netloc = parts.scheme.lower(), parts.netloc.lower()
+    if scheme not in ("https", "http") or "@" in netloc:
+        return None
+    if netloc.startswith("["):
+        end = netloc.find("]") + 1
+        host, port_text = netloc[:end], netloc[end:]
+    else:
+        host, colon, rest = netloc.partition(":")
+        port_text = colon + rest
+    if not _HOST.fullmatch(host) or (port_text and not _PORT.fullmatch(port_text)):
+        return None
+    port = int(port_text[1:]) if len(port_text) > 1 else None
+    if port is not None and port > 65535:
+        return None
+    if port == {"https": 443, "http": 80}[scheme]:
         port = None
-    return (
-        scheme,
-        (parts.hostname or "").lower(),
-        port,
-        (parts.path or "").rstrip("/") + (f"?{parts.query}" if parts.query else ""),
-    )
+    return scheme, host, port, parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
 
 
 def matching_audience(aud: Any, mine: Sequence[str]) -> tuple[str | None, bool]:
@@ -206,15 +287,18 @@ def matching_audience(aud: Any, mine: Sequence[str]) -> tuple[str | None, bool]:
     return None, bool(audiences)
 
 
-def same_resource(a: str, b: str) -> bool:
-    """Whether two resource URIs name the same server (RFC 8707): case of scheme and host, a default
-    port and a trailing slash aside, as the spec asks servers to accept."""
-    if a == b:
-        return True
-    try:
-        return _canonical(a) == _canonical(b)
-    except (ValueError, TypeError):
-        return False
+def same_resource(theirs: str, mine: str) -> bool:
+    """Whether the resource URI a token names (`theirs`) is this server's (`mine`), by RFC 8707.
+
+    Both are normalised (see `_canonical`) and compared strictly. A `theirs` with
+    a user name, a fragment or anything malformed matches nothing. An audience
+    configured as something other than an http(s) URL (`api://default`, a
+    client id) is matched exactly as written.
+    """
+    own = _canonical(mine)
+    if own is None:
+        return not _is_web_url(mine) and theirs == mine
+    return _canonical(theirs) == own
 
 
 def check_protection(token_verifier: Any, auth: Any) -> None:

@@ -18,13 +18,20 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from typing import TYPE_CHECKING, Any
 
 from starlette.authentication import BaseUser
 from starlette.responses import Response
 
-from ..auth.tokens import AccessToken, expand_scopes, principal_of, same_resource
+from ..auth.tokens import (
+    DEFAULT_LEEWAY_S,
+    AccessToken,
+    check_leeway,
+    expand_scopes,
+    lifetime_refusal,
+    principal_of,
+    same_resource,
+)
 from ..errors import INVALID_REQUEST
 from ..protocol.jsonrpc import IncomingRequest, error_message
 from .http_prm import metadata_url
@@ -92,6 +99,10 @@ class BearerCheck:
             ) from None
         self.required = tuple(settings.required_scopes or ())
         self._hierarchy = settings.scope_hierarchy
+        try:  # the expiry check below goes by the verifier's clock-skew allowance, so both agree
+            self._leeway_s = check_leeway(getattr(verifier, "leeway_s", DEFAULT_LEEWAY_S))
+        except ValueError:
+            self._leeway_s = DEFAULT_LEEWAY_S
 
     # -- challenges ----------------------------------------------------------------------
     def challenge(
@@ -174,7 +185,7 @@ class BearerCheck:
                     "token_verifier returned a %s, not an AccessToken; refusing", type(result).__name__
                 )
                 return None
-        if result.expires_at is not None and result.expires_at < time.time():
+        if lifetime_refusal({"exp": result.expires_at}, self._leeway_s) is not None:
             logger.info("refused an access token: the verifier accepted it but it has expired")
             return None
         if not self._resource_ok(result):

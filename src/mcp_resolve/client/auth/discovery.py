@@ -13,19 +13,23 @@ Two documents, in the order the spec fixes:
    `attacker.example` claiming to be `honest.example` is rejected), its
    endpoints must be https (or loopback), and it must offer PKCE S256.
 
-Every fetch here is bounded (size, no redirects, a timeout) because every
-byte comes from a server that may be hostile, and every failure is an
-`AuthorizationError` naming what was wrong, never a crash.
+Every fetch here is bounded (size, no redirects, one deadline for the whole
+exchange: `fetch_deadline`) because every byte comes from a server that may
+be hostile, and every failure is an `AuthorizationError` naming what was
+wrong, never a crash.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import httpx
 
 from .challenge import BearerChallenge
@@ -37,6 +41,7 @@ __all__ = [
     "discover_authorization_server",
     "discover_protected_resource",
     "endpoint_url",
+    "fetch_deadline",
     "is_secure_url",
     "read_json",
     "resource_covers",
@@ -44,6 +49,28 @@ __all__ = [
 
 MAX_METADATA_BYTES = 256 * 1024
 """Real metadata documents are a few KiB; anything near this is not one."""
+FETCH_DEADLINE_S = 30.0
+"""The whole of one exchange with an authorization server, when the HTTP client sets no timeout."""
+
+
+@asynccontextmanager
+async def fetch_deadline(http: httpx.AsyncClient, url: str) -> AsyncIterator[None]:
+    """One deadline for a whole exchange (connect, headers, body): the client's longest timeout.
+
+    httpx times each read, so a server trickling a byte a second would never
+    trip it. When the deadline passes, `httpx.ReadTimeout` is raised: a
+    timeout like any other to the code around the fetch.
+    """
+    timeout = http.timeout
+    seconds = max(
+        (t for t in (timeout.connect, timeout.read, timeout.write, timeout.pool) if t),
+        default=FETCH_DEADLINE_S,
+    )
+    try:
+        with anyio.fail_after(seconds):
+            yield
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"{url} did not answer in full within {seconds:g} s") from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -117,7 +144,10 @@ async def _get_document(http: httpx.AsyncClient, url: str) -> dict[str, Any] | N
     if not is_secure_url(url):
         raise AuthorizationError("insecure_url", f"refusing to fetch metadata over plain http from {url}")
     try:
-        async with http.stream("GET", url, headers={"accept": "application/json"}) as response:
+        async with (
+            fetch_deadline(http, url),
+            http.stream("GET", url, headers={"accept": "application/json"}) as response,
+        ):
             if response.status_code != 200:
                 return None  # 404 is the ordinary "not here"; redirects are not followed
             document = await read_json(response, MAX_METADATA_BYTES)

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .discovery import is_secure_url, read_json
+from .discovery import fetch_deadline, is_secure_url, read_json
 from .errors import AuthorizationError, printable, refusal
 from .storage import TokenStorage
 
@@ -127,9 +127,10 @@ async def register(
         "application_type": "native" if native else "web",
         **client_metadata,
     }
-    async with http.stream(
-        "POST", endpoint, json=request, headers={"accept": "application/json"}
-    ) as response:
+    async with (
+        fetch_deadline(http, endpoint),
+        http.stream("POST", endpoint, json=request, headers={"accept": "application/json"}) as response,
+    ):
         payload = await read_json(response, MAX_REGISTRATION_BYTES)
         status = response.status_code
     if status not in (200, 201) or not isinstance(payload, dict):

@@ -31,7 +31,7 @@ from urllib.parse import quote
 import anyio
 import httpx
 
-from .discovery import ProtectedResource, read_json
+from .discovery import ProtectedResource, fetch_deadline, read_json
 from .errors import AuthorizationError, printable, refusal
 from .registration import Registration
 
@@ -147,7 +147,10 @@ async def _post(
     body = prepare_token_request(grant_type, **form)
     headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
     _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
-    async with http.stream("POST", endpoint, content=body, headers=headers) as response:
+    async with (
+        fetch_deadline(http, endpoint),
+        http.stream("POST", endpoint, content=body, headers=headers) as response,
+    ):
         return await read_json(response, MAX_TOKEN_RESPONSE_BYTES), response.status_code
 
 
