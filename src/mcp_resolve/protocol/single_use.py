@@ -115,6 +115,7 @@ async def claim_round(
     if found.status == "running":
         raise MCPError(INTERNAL_ERROR, STILL_RUNNING)
     if found.status == "done":
+        server.log.info("a retry of single-use %r got the answer kept for it", params.get("name"))
         if found.outcome is None:
             raise MCPError(INTERNAL_ERROR, KEPT_ANSWER_MISSING)
         _kept(found.outcome)
