@@ -145,12 +145,12 @@ def choose_stores(
 
         shared = redis_stores(url, server)
         server.redis, server.session_store = shared.connection, shared.sessions
-        replay_store = replay_store or shared.replay
+        replay_store = shared.replay if replay_store is None else replay_store  # an empty store is falsy
         subscription_bus = subscription_bus or shared.bus
         event_store = event_store or shared.events
         if server.task_store is None and shared.tasks is not None:
             server.task_store = shared.tasks
-    server.replay_store = replay_store or MemoryReplayStore()
+    server.replay_store = MemoryReplayStore() if replay_store is None else replay_store
     server.subscription_bus = subscription_bus
     server.event_store = event_store
 

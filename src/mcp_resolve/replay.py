@@ -8,6 +8,14 @@ their size is bounded by traffic within one TTL.
 
 A store that raises must be treated by its caller as "not claimed": never
 run a single-use call when the claim could not be recorded.
+
+A store that also implements `RoundStore` makes a single-use round
+exactly-once from the caller's side: each claim names its owner (a fresh
+ticket) and the caller (a digest of state, principal and answers), the
+round's answer is kept under the claim, and the same caller retrying after
+a lost answer gets that answer back instead of a refusal. Kept answers are
+bounded in bytes each and, in memory, in count and bytes overall; dropping
+one only turns a retry's receipt into an error, never into a second run.
 """
 
 from __future__ import annotations
@@ -15,19 +23,26 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
 
 import anyio.to_thread
 
 from .stores.sqlite_file import SqliteFile
 
-__all__ = ["MemoryReplayStore", "ReplayStore", "SqliteReplayStore"]
+__all__ = ["MemoryReplayStore", "ReplayStore", "RoundClaim", "RoundStore", "SqliteReplayStore"]
 
 PURGE_GRACE = 60.0
 """Keep ids this long past expiry, so a wall clock stepping back cannot revive a token."""
+MAX_OUTCOME_BYTES = 64 * 1024
+"""The largest answer kept for a retry; a larger one is dropped (the retry is told the call ran)."""
+RETRY_WAIT = 5.0
+"""How long a retry waits for the first copy of its round, still running, to finish."""
 
 
 @runtime_checkable
@@ -36,6 +51,45 @@ class ReplayStore(Protocol):
 
     async def claim(self, state_id: str, expires_at: float) -> bool:
         """True for the first claim of `state_id`, False for every later one."""
+        ...
+
+
+@dataclass(frozen=True)
+class RoundClaim:
+    """What claiming a single-use round found.
+
+    - "won": this request claimed it and must run it, then `keep_outcome(..., ticket, ...)`.
+    - "running": claimed by another request that has not finished (or gave up and is releasing it).
+    - "done": the same caller's earlier copy finished; `outcome` is its answer, or None if not kept.
+    - "replayed": claimed by someone else, or finished for another caller: refuse.
+    """
+
+    status: Literal["won", "running", "done", "replayed"]
+    ticket: str = ""
+    outcome: bytes | None = None
+
+
+@runtime_checkable
+class RoundStore(Protocol):
+    """A replay store that keeps each single-use round's answer for the same caller's retry."""
+
+    retry_wait: float
+
+    async def claim_round(self, state_id: str, expires_at: float, caller: str | None) -> RoundClaim:
+        """Claim `state_id` for `caller` (None: anonymous, nothing kept for a retry).
+
+        Never "won" twice for one state id; an error means "not claimed" to the
+        caller (the store itself makes sure a claim it could not confirm is released).
+        """
+        ...
+
+    async def keep_outcome(
+        self, state_id: str, expires_at: float, ticket: str, outcome: bytes | None
+    ) -> None:
+        """Mark the round `ticket` won as finished, with its answer (None: keep none).
+
+        Never raises for a store fault: the answer goes to the caller anyway.
+        """
         ...
 
 
@@ -49,37 +103,108 @@ def _check_claim(state_id: object, expires_at: object) -> float:
     return float(expires_at)
 
 
+class _Round:
+    __slots__ = ("caller", "done", "expiry", "outcome", "ticket")
+
+    def __init__(self, expiry: float, ticket: str, caller: str | None) -> None:
+        self.expiry = expiry
+        self.ticket = ticket
+        self.caller = caller
+        self.done = False
+        self.outcome: bytes | None = None
+
+
 class MemoryReplayStore:
     """In-process store: right for one process, forgets everything on restart.
 
     Guarded by a thread lock as well as being await-free, so a claim stays
-    atomic even when handlers run in worker threads.
+    atomic even when handlers run in worker threads. Kept answers are capped
+    at `max_outcome_bytes` each and `max_outcomes` / `max_kept_bytes` in all,
+    the oldest dropped first.
     """
 
-    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        max_outcome_bytes: int = MAX_OUTCOME_BYTES,
+        max_outcomes: int = 10_000,
+        max_kept_bytes: int = 32 * 1024 * 1024,
+        retry_wait: float = RETRY_WAIT,
+    ) -> None:
+        if min(max_outcome_bytes, max_outcomes, max_kept_bytes) < 0 or retry_wait < 0:
+            raise ValueError("the outcome bounds and retry_wait must not be negative")
         self._clock = clock
-        self._claimed: dict[str, float] = {}
+        self._claimed: dict[str, _Round] = {}
         self._expiries: list[tuple[float, str]] = []
+        self._kept: OrderedDict[str, int] = (
+            OrderedDict()
+        )  # state id -> bytes of its kept answer, oldest first
+        self._kept_bytes = 0
         self._lock = threading.Lock()
+        self.max_outcome_bytes = max_outcome_bytes
+        self.max_outcomes = max_outcomes
+        self.max_kept_bytes = max_kept_bytes
+        self.retry_wait = retry_wait
 
     def __len__(self) -> int:
         return len(self._claimed)
 
+    @property
+    def kept(self) -> tuple[int, int]:
+        """(answers kept for retries, their bytes)."""
+        return len(self._kept), self._kept_bytes
+
     async def claim(self, state_id: str, expires_at: float) -> bool:
+        return (await self.claim_round(state_id, expires_at, None)).status == "won"
+
+    async def claim_round(self, state_id: str, expires_at: float, caller: str | None) -> RoundClaim:
         expiry = _check_claim(state_id, expires_at)
         with self._lock:
             self._purge(float(self._clock()))
-            if state_id in self._claimed:
-                return False
-            self._claimed[state_id] = expiry
-            heapq.heappush(self._expiries, (expiry, state_id))
-            return True
+            found = self._claimed.get(state_id)
+            if found is None:
+                ticket = secrets.token_hex(16)
+                self._claimed[state_id] = _Round(expiry, ticket, caller)
+                heapq.heappush(self._expiries, (expiry, state_id))
+                return RoundClaim("won", ticket)
+            if not found.done:
+                return RoundClaim("running")
+            if caller is not None and found.caller == caller:
+                return RoundClaim("done", outcome=found.outcome)
+            return RoundClaim("replayed")
+
+    async def keep_outcome(
+        self, state_id: str, expires_at: float, ticket: str, outcome: bytes | None
+    ) -> None:
+        with self._lock:
+            found = self._claimed.get(state_id)
+            if found is None or found.ticket != ticket or found.done:
+                return
+            found.done = True
+            if found.caller is None or outcome is None or len(outcome) > self.max_outcome_bytes:
+                return
+            found.outcome = bytes(outcome)
+            self._kept[state_id] = len(outcome)
+            self._kept_bytes += len(outcome)
+            while self._kept and (
+                len(self._kept) > self.max_outcomes or self._kept_bytes > self.max_kept_bytes
+            ):
+                self._drop_kept(next(iter(self._kept)))
+
+    def _drop_kept(self, state_id: str) -> None:
+        self._kept_bytes -= self._kept.pop(state_id, 0)
+        found = self._claimed.get(state_id)
+        if found is not None:
+            found.outcome = None
 
     def _purge(self, now: float) -> None:
         # A heap makes purging proportional to what actually expired, not to the store size.
         while self._expiries and self._expiries[0][0] + PURGE_GRACE <= now:
             _, state_id = heapq.heappop(self._expiries)
             self._claimed.pop(state_id, None)
+            if state_id in self._kept:
+                self._kept_bytes -= self._kept.pop(state_id)
 
 
 _SCHEMA = (

@@ -32,13 +32,15 @@ from ..errors import (
     InvalidRequestState,
     MCPError,
 )
+from ..replay import RoundStore
 from ..resolve.questions import Question
 from ..resolve.run import PENDING
 from ..resolve.state import StateRecord, question_digest
-from ..sealing import StateBinding, digest_arguments
+from ..sealing import StateBinding, UnsealedState, digest_arguments
 from .extension_ids import check_declared_extensions
 from .jsonrpc import IncomingRequest, Sink, failure_message, notifier, result_message
 from .middleware import ClientView, ServerRequestContext, dump_result, run_chain
+from .single_use import KeptAnswer, SingleUse, claim_round
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
@@ -101,8 +103,29 @@ async def respond(
         return await server.telemetry.observe(
             request, meta, headers, again, modern=True, protocol_version=version
         )
+    once = SingleUse()
     if server.middleware:
-        return await _respond_through_middleware(server, request, meta, sink, principal, headers, watch)
+        message = await _respond_through_middleware(
+            server, request, meta, sink, principal, headers, watch, once
+        )
+    else:
+        message = await _respond_plain(server, request, meta, sink, principal, headers, watch, once)
+    if once.ticket is not None:
+        await once.keep(message)
+    return message
+
+
+async def _respond_plain(
+    server: MCPServer,
+    request: IncomingRequest,
+    meta: dict[str, Any],
+    sink: Sink,
+    principal: str | None,
+    headers: Mapping[str, str] | None,
+    watch: RequestWatch | None,
+    once: SingleUse,
+) -> dict[str, Any]:
+    """`respond` on a server without middleware."""
     method, params = request.method, request.params
     try:
         _check_envelope(meta)
@@ -117,12 +140,15 @@ async def respond(
         binding: BindingOnce | None = None
         if rounds and params.get("requestState") is not None:
             binding = BindingOnce(server, method, params, principal)
-            params = await open_state(server, method, params, binding, watch)
+            params = await open_state(server, method, params, binding, watch, once)
         scope = partial(
             _request_scope, server, request, params, meta, sink, principal, headers, rounds, watch
         )
-        result = await handler(params, Context(scope, watch))
+        with once.shield():
+            result = await handler(params, Context(scope, watch))
         return _answer(server, request, params, principal, binding, result, watch)
+    except KeptAnswer as kept:
+        return kept.message(request.id)
     except Exception as exc:
         return failure_message(request, exc)
 
@@ -135,6 +161,7 @@ async def _respond_through_middleware(
     principal: str | None,
     headers: Mapping[str, str] | None,
     watch: RequestWatch | None,
+    once: SingleUse,
 ) -> dict[str, Any]:
     """`respond` on a server with middleware: the chain wraps everything between the envelope and the seal.
 
@@ -152,7 +179,7 @@ async def _respond_through_middleware(
             if "inputResponses" in params:
                 _input_responses(params)
             binding = BindingOnce(server, method, params, principal)
-            params = await open_state(server, method, params, binding, watch)
+            params = await open_state(server, method, params, binding, watch, once)
         version = meta[PROTOCOL_VERSION_META_KEY]
         ctx: ServerRequestContext[Any, Any] = ServerRequestContext(
             method=method,
@@ -174,8 +201,11 @@ async def _respond_through_middleware(
                 )
             return await _serve(server, to, meta, sink, principal, headers, watch)
 
-        result = dump_result(await run_chain(server.middleware, ctx, inner))
+        with once.shield():
+            result = dump_result(await run_chain(server.middleware, ctx, inner))
         return _answer(server, request, params, principal, binding, result, watch)
+    except KeptAnswer as kept:
+        return kept.message(request.id)
     except Exception as exc:
         return failure_message(request, exc)
 
@@ -360,6 +390,7 @@ async def open_state(
     params: dict[str, Any],
     binding_of: Callable[[], StateBinding],
     watch: RequestWatch | None = None,
+    once: SingleUse | None = None,
 ) -> dict[str, Any]:
     """Unseal an echoed requestState; the handler gets the plaintext. Any failure is the frozen error.
 
@@ -367,7 +398,10 @@ async def open_state(
     state is claimed before anything runs, on every round rather than only
     the last: claiming only on completion would let two concurrent copies
     both run, and an unclaimed earlier round could be replayed to mint a
-    fresh final-round state. A client whose round was lost starts over.
+    fresh final-round state. With a store that keeps answers and a `once`
+    to hold the claim, the same caller's retry of a round gets its kept
+    answer (`KeptAnswer`, see `single_use`); otherwise a client whose
+    round was lost starts over.
     """
     token = params.get("requestState")
     if token is None:
@@ -380,8 +414,9 @@ async def open_state(
         if watch is not None:
             watch.state_rejected("invalid")
         raise MCPError.invalid_state() from None
-    single_use = server.is_single_use(method, params)
-    if single_use and not await _claim(server, opened.state_id, opened.expires_at):
+    if server.is_single_use(method, params) and not await _claim_state(
+        server, opened, binding.principal, params, once
+    ):
         server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
         if watch is not None:
             watch.state_rejected("replayed")
@@ -391,10 +426,19 @@ async def open_state(
     return {**params, "requestState": opened.payload.decode("utf-8", "replace")}
 
 
-async def _claim(server: MCPServer, state_id: str, expires_at: float) -> bool:
+async def _claim_state(
+    server: MCPServer,
+    opened: UnsealedState,
+    principal: str | None,
+    params: dict[str, Any],
+    once: SingleUse | None,
+) -> bool:
     """Claim a single-use state; a store that fails fails the call (-32603), never lets it run unclaimed."""
+    store = server.replay_store
+    if once is not None and isinstance(store, RoundStore):
+        return await claim_round(server, store, opened, principal, params, once)
     try:
-        return await server.replay_store.claim(state_id, expires_at)
+        return await store.claim(opened.state_id, opened.expires_at)
     except MCPError:
         raise
     except Exception:
