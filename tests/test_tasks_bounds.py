@@ -185,7 +185,8 @@ async def ask_note() -> Elicit[Note]:
     return Elicit("Note?", Note, key="note")
 
 
-def build(otel: Otel | None = None, **options: Any) -> MCPServer:
+def build(otel: Otel | None = None, ran: list[str] | None = None, **options: Any) -> MCPServer:
+    """`ran`: where `noted_first`'s body notes each run."""
     mcp = MCPServer("bounded", task_options=TaskOptions(poll_interval_ms=20, **options))
     if otel is not None:
         otel.instrument(mcp)
@@ -196,6 +197,12 @@ def build(otel: Otel | None = None, **options: Any) -> MCPServer:
 
     @mcp.tool(task_support="optional")
     async def noted(note: Annotated[Note, Resolve(ask_note)]) -> int:
+        return len(note.text)
+
+    @mcp.tool(task_support="required", resolve_before_task=True)
+    async def noted_first(note: Annotated[Note, Resolve(ask_note)], pad: str = "") -> int:
+        if ran is not None:
+            ran.append(note.text)
         return len(note.text)
 
     return mcp
@@ -247,6 +254,30 @@ async def test_an_outcome_or_answers_past_the_bound_are_refused_and_counted() ->
         ("max_bytes_per_principal", "answer"): 1,
         ("too_large", "create"): 1,
     }
+
+
+@pytest.mark.anyio
+async def test_a_call_that_resolves_first_is_refused_before_its_body_runs() -> None:
+    ran: list[str] = []
+    mcp = build(ran=ran, max_bytes_per_principal=50_000)
+    async with Client(mcp, mode="2026-07-28") as client:
+        raw = Raw(client)
+        asked = await raw.call("noted_first", {"pad": "p" * 60_000})
+        assert asked["resultType"] == "input_required"  # the resolvers run in the request, then the task
+        responses = {"note": accept(text="hi")}
+        refused = await raw.call(
+            "noted_first", {"pad": "p" * 60_000}, inputResponses=responses, requestState=asked["requestState"]
+        )
+        assert refused["isError"] is True and TOO_MUCH in refused["content"][0]["text"]
+        assert ran == []
+        small = await raw.call(
+            "noted_first",
+            {"pad": "p"},
+            inputResponses=responses,
+            requestState=(await raw.call("noted_first", {"pad": "p"}))["requestState"],
+        )
+        assert (await raw.until(small["taskId"], "completed"))["status"] == "completed"
+        assert ran == ["hi"]
 
 
 @pytest.mark.anyio
