@@ -185,6 +185,10 @@ async def ask_note() -> Elicit[Note]:
     return Elicit("Note?", Note, key="note")
 
 
+async def ask_about(topic: str) -> Elicit[Note]:
+    return Elicit(f"A note on {topic}?", Note, key="about")
+
+
 def build(otel: Otel | None = None, ran: list[str] | None = None, **options: Any) -> MCPServer:
     """`ran`: where `noted_first`'s body notes each run."""
     mcp = MCPServer("bounded", task_options=TaskOptions(poll_interval_ms=20, **options))
@@ -197,6 +201,10 @@ def build(otel: Otel | None = None, ran: list[str] | None = None, **options: Any
 
     @mcp.tool(task_support="optional")
     async def noted(note: Annotated[Note, Resolve(ask_note)]) -> int:
+        return len(note.text)
+
+    @mcp.tool(task_support="optional")
+    async def about(topic: str, note: Annotated[Note, Resolve(ask_about)]) -> int:
         return len(note.text)
 
     @mcp.tool(task_support="required", resolve_before_task=True)
@@ -231,7 +239,8 @@ async def test_an_outcome_or_answers_past_the_bound_are_refused_and_counted() ->
         task = await raw.until(lost, "failed")
         assert task["status"] == "failed" and "result" not in task
         assert task["error"]["code"] == -32603
-        assert "could not be kept" in task["error"]["message"] and TOO_MUCH in task["error"]["message"]
+        assert task["error"]["message"].startswith("The task finished, but its result could not be kept: ")
+        assert TOO_MUCH in task["error"]["message"]
         asking = (await raw.call("noted"))["taskId"]
         assert (await raw.until(asking, "input_required"))["status"] == "input_required"
         with pytest.raises(MCPError) as refused:
@@ -240,6 +249,10 @@ async def test_an_outcome_or_answers_past_the_bound_are_refused_and_counted() ->
         assert (await raw.get(asking))["status"] == "input_required"  # unchanged: answer it small
         await raw.update(asking, {"note": accept(text="short")})
         assert (await raw.until(asking, "completed"))["status"] == "completed"
+        unasked = (await raw.call("about", {"topic": "t" * 60_000}))["taskId"]
+        task = await raw.until(unasked, "failed")
+        assert task["status"] == "failed" and "inputRequests" not in task
+        assert task["error"]["message"].startswith("The task's questions could not be kept: ")
         too_large = await raw.call("big", {"n": 1}, meta={"com.example/blob": "m" * 70_000})
         assert too_large["isError"] is True
     counted = {
@@ -250,7 +263,7 @@ async def test_an_outcome_or_answers_past_the_bound_are_refused_and_counted() ->
         for point in otel.points("mcp_resolve.tasks.refusals")
     }
     assert counted == {
-        ("max_bytes_per_principal", "outcome"): 1,
+        ("max_bytes_per_principal", "outcome"): 2,
         ("max_bytes_per_principal", "answer"): 1,
         ("too_large", "create"): 1,
     }

@@ -402,7 +402,9 @@ class TaskRunner:
             now = self.clock()
             record.touch(now, self.options.ttl_ms)
             try:
-                stored = await self.store.replace(record, limits=self.limits, now=now)
+                # A result, questions or an error are what a round adds: bounded. A cancel adds nothing.
+                limits = None if record.status == "cancelled" else self.limits
+                stored = await self.store.replace(record, limits=limits, now=now)
             except TaskStoreFull as full:
                 self.refused(full.bound, "outcome")
                 _unkept(record, self.refusal(full.bound))
@@ -473,8 +475,17 @@ class TaskRunner:
 
 
 def _unkept(record: TaskRecord, why: str) -> None:
-    """A round's outcome the store has no room for: the task fails, saying so, and keeps none of it."""
-    message = f"The task's outcome could not be kept: {why}"
+    """A round's outcome the store has no room for: the task fails, saying so, and keeps none of it.
+
+    The message says what was lost, so nobody takes a tool that finished for
+    one that did not: its result, its questions or its error.
+    """
+    if record.status == "input_required":
+        message = f"The task's questions could not be kept: {why}"
+    elif record.status == "completed":
+        message = f"The task finished, but its result could not be kept: {why}"
+    else:
+        message = f"The task failed, and its error could not be kept: {why}"
     record.status, record.status_message = "failed", message
     record.error = {"code": INTERNAL_ERROR, "message": message}
     record.result, record.state, record.pending, record.answers = None, None, {}, {}
