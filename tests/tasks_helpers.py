@@ -80,7 +80,9 @@ def post(
     user: str | None = "alice",
     headers: dict[str, str] | None = None,
     caps: dict[str, Any] | None = None,
+    client: httpx.Client | None = None,
 ) -> tuple[int, dict[str, Any]]:
+    """One raw POST; `client`: an httpx client of the test's (one bound to another loopback address)."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": ALL_CAPS if caps is None else caps,
@@ -97,7 +99,8 @@ def post(
     if user is not None:
         sent["X-User"] = user
     body = {"jsonrpc": "2.0", "id": 9, "method": method, "params": {**params, "_meta": meta}}
-    response = httpx.post(url, content=json.dumps(body), headers={**sent, **(headers or {})}, timeout=10)
+    send = httpx.post if client is None else client.post
+    response = send(url, content=json.dumps(body), headers={**sent, **(headers or {})}, timeout=10)
     for line in response.text.splitlines():
         payload = line.removeprefix("data:").strip()
         if payload.startswith("{") and json.loads(payload).get("id") == 9:

@@ -17,14 +17,21 @@ import pytest
 
 from mcp_resolve.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
 from mcp_resolve.tasks import TaskRecord
+from mcp_resolve.tasks.records import TaskLimits, TaskStoreFull
 
 pytestmark = pytest.mark.anyio
 
 
+OPEN = TaskLimits(None, None, None, None, None)
+"""No bound at all: the tests of other behaviour."""
+
+
 def record(task_id: str = "t1", principal: str | None = None, *, expires_at: float = 2000.0) -> TaskRecord:
+    """A working task; its holder is its principal's (None when it has none)."""
     return TaskRecord(
         task_id=task_id,
         principal=principal,
+        holder=None if principal is None else f"principal {principal}",
         tool="slow",
         arguments={"n": 1},
         client={"protocolVersion": "2026-07-28", "capabilities": {}, "info": None},
@@ -33,6 +40,12 @@ def record(task_id: str = "t1", principal: str | None = None, *, expires_at: flo
         expires_at=expires_at,
         poll_interval_ms=100,
     )
+
+
+def finished(task_id: str, principal: str | None, *, expires_at: float = 2000.0) -> TaskRecord:
+    done = record(task_id, principal, expires_at=expires_at)
+    done.status = "completed"
+    return done
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -56,7 +69,7 @@ async def test_a_record_comes_back_as_it_went_in_and_as_a_copy(store: TaskStore)
     original.meta = {"com.example/tenant": "acme", "progressToken": 7, "baggage": "a=1", "ünï": ["\u2028"]}
     original.trace = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
     original.rounds = 2
-    assert await store.create(original, max_live=None, now=1000.0)
+    assert await store.create(original, limits=OPEN, now=1000.0)
     got = await store.get("t1")
     assert got == original
     assert got is not original
@@ -66,12 +79,12 @@ async def test_a_record_comes_back_as_it_went_in_and_as_a_copy(store: TaskStore)
 
 
 async def test_the_same_id_is_never_created_twice(store: TaskStore) -> None:
-    assert await store.create(record(), max_live=None, now=1000.0)
-    assert not await store.create(record(), max_live=None, now=1000.0)
+    assert await store.create(record(), limits=OPEN, now=1000.0)
+    assert not await store.create(record(), limits=OPEN, now=1000.0)
 
 
 async def test_replace_is_compare_and_set(store: TaskStore) -> None:
-    await store.create(record(), max_live=None, now=1000.0)
+    await store.create(record(), limits=OPEN, now=1000.0)
     first, second = await store.get("t1"), await store.get("t1")
     assert first is not None and second is not None
     first.status_message = "first"
@@ -86,7 +99,7 @@ async def test_replace_is_compare_and_set(store: TaskStore) -> None:
 
 
 async def test_concurrent_writers_never_lose_an_update(store: TaskStore) -> None:
-    await store.create(record(), max_live=None, now=1000.0)
+    await store.create(record(), limits=OPEN, now=1000.0)
 
     async def add(word: str) -> None:
         while True:
@@ -103,27 +116,122 @@ async def test_concurrent_writers_never_lose_an_update(store: TaskStore) -> None
     assert stored is not None and sorted(stored.issued) == sorted(f"w{index}" for index in range(20))
 
 
-async def test_create_bounds_the_live_tasks_of_one_principal(store: TaskStore) -> None:
-    assert await store.create(record("a1", "alice"), max_live=2, now=1000.0)
-    assert await store.create(record("a2", "alice"), max_live=2, now=1000.0)
-    assert not await store.create(record("a3", "alice"), max_live=2, now=1000.0)
-    assert await store.create(record("b1", "bob"), max_live=2, now=1000.0)  # another caller's own bound
-    assert await store.create(record("n1", None), max_live=1, now=1000.0)
-    assert not await store.create(record("n2", None), max_live=1, now=1000.0)
+def live(n: int) -> TaskLimits:
+    return TaskLimits(max_live_per_principal=n)
+
+
+async def refused(store: TaskStore, task: TaskRecord, limits: TaskLimits, now: float = 1000.0) -> str:
+    """The bound a create of `task` is refused by (the test fails if it is stored)."""
+    with pytest.raises(TaskStoreFull) as full:
+        await store.create(task, limits=limits, now=now)
+    assert await store.get(task.task_id) is None
+    return full.value.bound
+
+
+async def test_create_bounds_the_live_tasks_of_one_holder(store: TaskStore) -> None:
+    assert await store.create(record("a1", "alice"), limits=live(2), now=1000.0)
+    assert await store.create(record("a2", "alice"), limits=live(2), now=1000.0)
+    assert await refused(store, record("a3", "alice"), live(2)) == "max_live_per_principal"
+    assert await store.create(record("b1", "bob"), limits=live(2), now=1000.0)  # another caller's own bound
+    assert await store.create(record("n1", None), limits=live(1), now=1000.0)
+    assert await refused(store, record("n2", None), live(1)) == "max_live_per_principal"
     done = await store.get("a1")
     assert done is not None
     done.status = "completed"  # a finished task no longer counts
     assert await store.replace(done)
-    assert await store.create(record("a3", "alice"), max_live=2, now=1000.0)
+    assert await store.create(record("a3", "alice"), limits=live(2), now=1000.0)
     # An expired task (not yet purged) no longer counts either.
-    assert await store.create(record("a4", "alice", expires_at=1500.0), max_live=3, now=1000.0)
-    assert not await store.create(record("a5", "alice"), max_live=3, now=1000.0)
-    assert await store.create(record("a5", "alice"), max_live=3, now=1600.0)
+    assert await store.create(record("a4", "alice", expires_at=1500.0), limits=live(3), now=1000.0)
+    assert await refused(store, record("a5", "alice"), live(3)) == "max_live_per_principal"
+    assert await store.create(record("a5", "alice"), limits=live(3), now=1600.0)
+
+
+async def test_create_bounds_the_tasks_and_bytes_of_one_holder_finished_ones_included(
+    store: TaskStore,
+) -> None:
+    size = len(record("x", "alice").encoded())
+    tasks = TaskLimits(max_live_per_principal=None, max_tasks_per_principal=2)
+    for task_id in ("a1", "a2"):
+        assert await store.create(finished(task_id, "alice"), limits=tasks, now=1000.0)
+    assert await refused(store, record("a3", "alice"), tasks) == "max_tasks_per_principal"
+    assert await store.create(record("b1", "bob"), limits=tasks, now=1000.0)
+    by_bytes = TaskLimits(max_live_per_principal=None, max_bytes_per_principal=3 * size + 10)
+    assert await store.create(finished("c1", "carol"), limits=by_bytes, now=1000.0)
+    assert await store.create(finished("c2", "carol"), limits=by_bytes, now=1000.0)
+    assert await store.create(finished("c3", "carol"), limits=by_bytes, now=1000.0)
+    assert await refused(store, record("c4", "carol"), by_bytes) == "max_bytes_per_principal"
+    assert await store.create(record("d1", "dave"), limits=by_bytes, now=1000.0)
+
+
+async def test_create_bounds_the_whole_store(store: TaskStore) -> None:
+    size = len(record("x", "h0").encoded())
+    tasks = TaskLimits(max_live_per_principal=None, max_tasks=3)
+    for index in range(3):
+        assert await store.create(finished(f"t{index}", f"h{index}"), limits=tasks, now=1000.0)
+    assert await refused(store, record("t3", "h3"), tasks) == "max_tasks"
+    by_bytes = TaskLimits(max_live_per_principal=None, max_bytes=4 * size + 10)
+    assert await store.create(record("t3", "h3"), limits=by_bytes, now=1000.0)
+    assert await refused(store, record("t4", "h4"), by_bytes) == "max_bytes"
+
+
+async def test_expired_tasks_make_room_and_unexpired_ones_are_never_evicted(store: TaskStore) -> None:
+    limits = TaskLimits(max_live_per_principal=None, max_tasks_per_principal=2, max_tasks=3)
+    assert await store.create(finished("old", "alice", expires_at=1500.0), limits=limits, now=1000.0)
+    assert await store.create(finished("new", "alice", expires_at=2500.0), limits=limits, now=1000.0)
+    assert await refused(store, record("a3", "alice"), limits, now=1400.0) == "max_tasks_per_principal"
+    assert await store.create(record("a3", "alice", expires_at=3000.0), limits=limits, now=1600.0)
+    # "old" expired: its room was taken back (deleted, or no longer counted until the next purge).
+    assert await store.get("new") is not None  # finished but readable: kept, and still counted
+    assert await store.create(record("b1", "bob", expires_at=3000.0), limits=limits, now=1600.0)
+    assert await refused(store, record("b2", "bob"), limits, now=1600.0) == "max_tasks"
+
+
+async def test_a_growing_replace_is_bounded_when_asked_and_a_refusal_writes_nothing(store: TaskStore) -> None:
+    size = len(record("x", "alice").encoded())
+    limits = TaskLimits(max_live_per_principal=None, max_bytes_per_principal=2 * size + 500)
+    assert await store.create(record("a1", "alice"), limits=limits, now=1000.0)
+    assert await store.create(record("a2", "alice"), limits=limits, now=1000.0)
+    grown = await store.get("a1")
+    assert grown is not None
+    grown.status, grown.result = "completed", {"content": [{"type": "text", "text": "x" * 1000}]}
+    with pytest.raises(TaskStoreFull) as full:
+        await store.replace(grown, limits=limits, now=1000.0)
+    assert full.value.bound == "max_bytes_per_principal"
+    assert grown.version == 0
+    stored = await store.get("a1")
+    assert stored is not None and stored.status == "working" and stored.version == 0
+    grown.result = {"content": [{"type": "text", "text": "x" * 100}]}
+    assert await store.replace(grown, limits=limits, now=1000.0)  # it fits
+    assert await store.replace(grown)  # without limits, nothing is checked (a short error, a cancel)
+    other = await store.get("a2")
+    assert other is not None
+    other.status_message = "y" * 2000
+    assert await store.replace(other)
+    assert await refused(store, record("a3", "alice"), limits) == "max_bytes_per_principal"
+
+
+async def test_purged_and_rewritten_records_give_their_bytes_back(store: TaskStore) -> None:
+    size = len(record("x", "alice").encoded())
+    limits = TaskLimits(
+        max_live_per_principal=None, max_bytes_per_principal=2 * size + 10, max_bytes=2 * size + 10
+    )
+    big = record("a1", "alice", expires_at=1500.0)
+    big.arguments = {"blob": "z" * size}
+    assert await store.create(big, limits=TaskLimits(), now=1000.0)
+    assert await refused(store, record("a2", "alice"), limits) == "max_bytes_per_principal"
+    shrunk = await store.get("a1")
+    assert shrunk is not None
+    shrunk.arguments = {"n": 1}
+    assert await store.replace(shrunk)
+    assert await store.create(record("a2", "alice"), limits=limits, now=1000.0)
+    assert await store.purge(1600.0) == 1
+    assert await store.create(record("a3", "alice"), limits=limits, now=1600.0)
+    assert await refused(store, record("a4", "alice"), limits, now=1600.0) == "max_bytes_per_principal"
 
 
 async def test_purge_deletes_only_what_expired(store: TaskStore) -> None:
-    await store.create(record("old", expires_at=1500.0), max_live=None, now=1000.0)
-    await store.create(record("new", expires_at=2500.0), max_live=None, now=1000.0)
+    await store.create(record("old", expires_at=1500.0), limits=OPEN, now=1000.0)
+    await store.create(record("new", expires_at=2500.0), limits=OPEN, now=1000.0)
     assert await store.purge(2000.0) == 1
     assert await store.get("old") is None
     assert await store.get("new") is not None
@@ -132,7 +240,7 @@ async def test_purge_deletes_only_what_expired(store: TaskStore) -> None:
 async def test_sqlite_keeps_records_across_a_reopen_and_between_handles(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     first = SqliteTaskStore(path)
-    await first.create(record(), max_live=None, now=1000.0)
+    await first.create(record(), limits=OPEN, now=1000.0)
     other = SqliteTaskStore(path)  # another worker on the same host
     got = await other.get("t1")
     assert got is not None
@@ -162,7 +270,7 @@ OLD_RECORD = (
 async def write_raw(store: TaskStore, task_id: str, data: str) -> None:
     """Put `data` as the stored JSON of an existing record, behind the store's back (an older writer's)."""
     if isinstance(store, MemoryTaskStore):
-        store._records[task_id] = (*store._records[task_id][:4], data)
+        store._records[task_id] = (*store._records[task_id][:4], data.encode())
     elif isinstance(store, SqliteTaskStore):
         with sqlite3.connect(store.path) as conn:
             conn.execute("UPDATE mcp_resolve_tasks SET data = ? WHERE task_id = ?", (data, task_id))
@@ -175,7 +283,7 @@ async def write_raw(store: TaskStore, task_id: str, data: str) -> None:
 
 
 async def test_a_record_written_before_meta_was_kept_still_loads(store: TaskStore) -> None:
-    await store.create(record(), max_live=None, now=1000.0)
+    await store.create(record(), limits=OPEN, now=1000.0)
     await write_raw(store, "t1", OLD_RECORD)
     old = await store.get("t1")
     assert old is not None

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from mcp_resolve import Client, Elicit, MCPError, MCPServer, Resolve
 from mcp_resolve.stores import MemoryTaskStore, SqliteTaskStore
 from mcp_resolve.tasks import TaskOptions, TaskRecord
+from mcp_resolve.tasks.records import TaskLimits
 from tasks_helpers import Raw, accept
 
 pytestmark = pytest.mark.anyio
@@ -34,16 +35,18 @@ class FlakyStore(MemoryTaskStore):
         self.fail_create = False
         self.fail_outcome_of: set[str] = set()
 
-    async def create(self, record: TaskRecord, *, max_live: int | None, now: float) -> bool:
+    async def create(self, record: TaskRecord, *, limits: TaskLimits, now: float) -> bool:
         if self.fail_create:
             raise OSError("disk full")
-        return await super().create(record, max_live=max_live, now=now)
+        return await super().create(record, limits=limits, now=now)
 
-    async def replace(self, record: TaskRecord) -> bool:
+    async def replace(
+        self, record: TaskRecord, *, limits: TaskLimits | None = None, now: float = 0.0
+    ) -> bool:
         if record.task_id in self.fail_outcome_of and not record.live:
             self.fail_outcome_of.discard(record.task_id)  # once: the disk recovers
             raise OSError("disk full")
-        return await super().replace(record)
+        return await super().replace(record, limits=limits, now=now)
 
 
 def build(store: FlakyStore) -> MCPServer:

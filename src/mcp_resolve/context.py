@@ -98,6 +98,9 @@ class RequestScope:
     questioner: Questioner | None = None
     request_state: str | None = None
     input_responses: dict[str, Any] = field(default_factory=dict)
+    peer: str | None = None
+    """The client as its transport knows it ("address ..." over HTTP, "connection ..." on a stream): what
+    per-client bounds count by when there is no principal (tasks). Not an identity: never authorises."""
 
 
 class _RequestContextView:

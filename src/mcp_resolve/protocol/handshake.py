@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import pydantic_core
 from mcp_types import LoggingLevel
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
@@ -33,6 +34,13 @@ __all__ = [
 logger = logging.getLogger("mcp_resolve.protocol")
 
 _MODERN_ONLY_RESULT_KEYS = ("resultType", "ttlMs", "cacheScope")
+MAX_CLIENT_BYTES = 64 * 1024
+"""The most JSON a session keeps of `initialize`'s `capabilities` and `clientInfo` together: a real
+client sends a few hundred bytes, and a session keeps them (in a fleet, in its stored record) for its
+whole life."""
+MAX_SUBSCRIPTIONS = 1000
+MAX_SUBSCRIPTION_BYTES = 64 * 1024
+"""What one session's resource subscriptions may hold: URIs, and their bytes (UTF-8) together."""
 
 
 @dataclass
@@ -45,7 +53,8 @@ class HandshakeState:
     log_level: LoggingLevel | None = None
     initialized: bool = False
     subscriptions: set[str] = field(default_factory=set)
-    """Resource URIs the client asked to hear about (`notifications/resources/updated`)."""
+    """Resource URIs the client asked to hear about (`notifications/resources/updated`); bounded by
+    `MAX_SUBSCRIPTIONS` and `MAX_SUBSCRIPTION_BYTES`."""
 
 
 def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeState, dict[str, Any]]:
@@ -57,6 +66,13 @@ def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeStat
         raise MCPError(INVALID_PARAMS, "Invalid params: 'capabilities' must be an object")
     check_declared_extensions(capabilities)
     client_info = params.get("clientInfo")
+    kept = len(pydantic_core.to_json([capabilities, client_info]))
+    if kept > MAX_CLIENT_BYTES:
+        raise MCPError(
+            INVALID_PARAMS,
+            f"Invalid params: 'capabilities' and 'clientInfo' take {kept} bytes of JSON, over the limit of "
+            f"{MAX_CLIENT_BYTES}",
+        )
     version = requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
     state = HandshakeState(version, capabilities, client_info if isinstance(client_info, dict) else None)
     result: dict[str, Any] = {
@@ -99,6 +115,14 @@ def subscribe(state: HandshakeState, method: str, params: dict[str, Any]) -> dic
     if not isinstance(uri, str):
         raise MCPError(INVALID_PARAMS, f"Invalid params: {method} needs a string 'uri'")
     if method == "resources/subscribe":
+        if uri not in state.subscriptions:
+            held = sum(len(kept.encode()) for kept in state.subscriptions) + len(uri.encode())
+            if len(state.subscriptions) >= MAX_SUBSCRIPTIONS or held > MAX_SUBSCRIPTION_BYTES:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"Invalid params: this session's subscriptions are full (at most {MAX_SUBSCRIPTIONS} "
+                    f"URIs, {MAX_SUBSCRIPTION_BYTES} bytes in all); unsubscribe from one first",
+                )
         state.subscriptions.add(uri)
     else:
         state.subscriptions.discard(uri)

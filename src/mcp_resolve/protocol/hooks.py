@@ -96,3 +96,7 @@ class ServerTelemetry(Protocol):
         ("cancelled", None).
         """
         ...
+
+    def task_refused(self, reason: str, stage: str) -> None:
+        """Count a task write the store's bounds refused (`TaskRunner.refused` says what the names mean)."""
+        ...

@@ -49,6 +49,8 @@ class IncomingRequest:
     """The transport's headers for this one request (HTTP); None to use the connection's."""
     access_token: AccessToken | None = None
     """The bearer token the transport verified for this one request (a protected HTTP server)."""
+    peer: str | None = None
+    """Who sent it, as the transport knows: "address ..." over HTTP, else None for the connection's."""
 
 
 @dataclass(slots=True)

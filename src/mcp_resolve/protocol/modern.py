@@ -321,6 +321,7 @@ def _request_scope(
         principal=principal,
         access_token=request.access_token,
         questioner=questioner if watch is None else watch.questioner(questioner),
+        peer=request.peer,
     )
     if rounds:
         state, responses = params.get("requestState"), params.get("inputResponses")

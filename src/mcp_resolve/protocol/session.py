@@ -11,6 +11,7 @@ carries exactly its own request's notifications and questions.
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -64,10 +65,13 @@ class Connection:
         *,
         headers: Mapping[str, str] | None = None,
         principal: str | None = None,
+        peer: str | None = None,
     ) -> None:
         self.server = server
         self.headers = headers
         self.principal = principal
+        self.peer = peer or f"connection {secrets.token_hex(8)}"
+        """The client of this connection, for per-client bounds (`RequestScope.peer`)."""
         self.handshake: handshake.HandshakeState | None = None
         self._waiting: dict[int | str, _Waiter] = {}
         self._in_flight: dict[int | str, anyio.CancelScope] = {}
@@ -264,6 +268,8 @@ class Connection:
         meta = request.params.get("_meta")
         if isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta:
             headers = request.headers if request.headers is not None else self.headers
+            if request.peer is None:
+                request.peer = self.peer
             return await modern.respond(self.server, request, meta, sink, self.principal, headers)
         if watch is None and self.server.telemetry is not None:
             headers = request.headers if request.headers is not None else self.headers
@@ -445,5 +451,6 @@ class Connection:
             principal=self.principal,
             access_token=request.access_token,
             questioner=questioner if watch is None else watch.questioner(questioner),
+            peer=request.peer or self.peer,
         )
         return handshake.finish_result(await handler(request.params, Context(scope, watch)))

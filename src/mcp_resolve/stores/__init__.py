@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .sqlite_tasks import SqliteTaskStore
-    from .tasks import MemoryTaskStore, TaskStore
+    from .tasks import MemoryTaskStore, TaskStore, TaskStoreFull
 
-__all__ = ["MemoryTaskStore", "SqliteTaskStore", "TaskStore"]
+__all__ = ["MemoryTaskStore", "SqliteTaskStore", "TaskStore", "TaskStoreFull"]
 
 
 def __getattr__(name: str) -> Any:
@@ -20,7 +20,7 @@ def __getattr__(name: str) -> Any:
         from .sqlite_tasks import SqliteTaskStore
 
         return SqliteTaskStore
-    if name in ("MemoryTaskStore", "TaskStore"):
+    if name in ("MemoryTaskStore", "TaskStore", "TaskStoreFull"):
         from . import tasks
 
         return getattr(tasks, name)

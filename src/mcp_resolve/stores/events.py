@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+import pydantic_core
 
 __all__ = ["Batch", "EventStore", "MemoryEventStore", "UnknownEvent", "parse_event_id"]
 
@@ -95,12 +96,14 @@ _POSITION = re.compile(r"[0-9]{1,12}")
 
 
 class _Stream:
-    __slots__ = ("changed", "ended", "events", "next", "request_id", "session_id", "touched")
+    __slots__ = ("bytes", "changed", "ended", "events", "next", "request_id", "session_id", "touched")
 
     def __init__(self, session_id: str, request_id: Any, now: float) -> None:
         self.session_id = session_id
         self.request_id = request_id
-        self.events: list[tuple[int, dict[str, Any] | None]] = []
+        self.events: list[tuple[int, dict[str, Any] | None, int]] = []
+        """(position, message, its size in bytes of JSON)."""
+        self.bytes = 0
         self.next = 1
         self.ended = False
         self.changed = anyio.Event()
@@ -108,19 +111,33 @@ class _Stream:
 
 
 class MemoryEventStore:
-    """One process's event store: bounded in streams, events per stream and age, forgotten on restart."""
+    """One process's event store: bounded in streams, events per stream, bytes and age, forgotten on restart.
+
+    Past `max_streams` or `max_bytes` (the events' JSON, all streams together)
+    the least recently written streams are dropped, and a stream that alone
+    holds more than `max_bytes` loses its oldest events, as one past
+    `max_events` does: a client resuming a dropped stream is told its event id
+    is unknown, never sent another stream's events.
+    """
 
     def __init__(
         self,
         *,
         max_streams: int = 10_000,
         max_events: int = 1000,
+        max_bytes: int = 64 * 1024 * 1024,
         ttl: float = 3600.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.max_streams, self.max_events, self.ttl = max_streams, max_events, ttl
+        self.max_streams, self.max_events, self.max_bytes, self.ttl = max_streams, max_events, max_bytes, ttl
         self._clock = clock
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
+        self._bytes = 0
+
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of JSON the stored events take, every stream together."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._streams)
@@ -129,7 +146,7 @@ class MemoryEventStore:
         now = self._clock()
         self._purge(now)
         while len(self._streams) >= self.max_streams:
-            self._streams.popitem(last=False)
+            self._drop_oldest()
         stream_id = new_stream_id()
         self._streams[stream_id] = _Stream(session_id, request_id, now)
         return stream_id
@@ -140,12 +157,19 @@ class MemoryEventStore:
             return f"{stream_id}.0"
         position = stream.next
         stream.next += 1
-        stream.events.append((position, message))
-        if len(stream.events) > self.max_events:
-            del stream.events[0]
+        size = 0 if message is None else len(pydantic_core.to_json(message))
+        stream.events.append((position, message, size))
+        stream.bytes += size
+        self._bytes += size
+        self._streams.move_to_end(stream_id)
+        while len(stream.events) > self.max_events:
+            self._drop_event(stream)
+        while self._bytes > self.max_bytes and next(iter(self._streams)) != stream_id:
+            self._drop_oldest()
+        while self._bytes > self.max_bytes and len(stream.events) > 1:
+            self._drop_event(stream)
         stream.ended = stream.ended or final
         stream.touched = self._clock()
-        self._streams.move_to_end(stream_id)
         stream.changed.set()
         stream.changed = anyio.Event()
         return f"{stream_id}.{position}"
@@ -164,10 +188,10 @@ class MemoryEventStore:
     async def read_after(self, session_id: str, event_id: str, *, wait: float) -> Batch:
         stream, after = self._find(session_id, event_id)
         stream_id = event_id.partition(".")[0]
-        if not any(p > after for p, _ in stream.events) and not stream.ended:
+        if not any(p > after for p, _, _ in stream.events) and not stream.ended:
             with anyio.move_on_after(wait):
                 await stream.changed.wait()
-        events = [(f"{stream_id}.{p}", m) for p, m in stream.events if p > after]
+        events = [(f"{stream_id}.{p}", m) for p, m, _ in stream.events if p > after]
         return Batch(events, stream.ended, False, stream.request_id)
 
     def _expired(self, stream: _Stream, now: float) -> bool:
@@ -178,4 +202,13 @@ class MemoryEventStore:
             oldest = next(iter(self._streams.values()))
             if not self._expired(oldest, now):
                 return
-            self._streams.popitem(last=False)
+            self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        _, stream = self._streams.popitem(last=False)
+        self._bytes -= stream.bytes
+
+    def _drop_event(self, stream: _Stream) -> None:
+        _, _, size = stream.events.pop(0)
+        stream.bytes -= size
+        self._bytes -= size

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -27,10 +27,19 @@ __all__ = ["SqliteFile"]
 class SqliteFile:
     """A store's file: take `lock`, then use `connection()`; every call runs on a worker thread."""
 
-    def __init__(self, path: str, *, busy_timeout: float, schema: Sequence[str]) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        busy_timeout: float,
+        schema: Sequence[str],
+        upgrade: Callable[[sqlite3.Connection], None] | None = None,
+    ) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
         self.schema = tuple(schema)
+        self.upgrade = upgrade
+        """Run after `schema` on each new connection: brings a file an older version wrote up to date."""
         self.lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
@@ -49,6 +58,8 @@ class SqliteFile:
                 conn.execute("PRAGMA synchronous = FULL")
                 for statement in self.schema:
                     conn.execute(statement)
+                if self.upgrade is not None:
+                    self.upgrade(conn)
             except BaseException:
                 conn.close()
                 raise

@@ -4,6 +4,10 @@ A task outlives the process that created it: after a restart, `tasks/get`
 still finds it, a task that was waiting for an answer can still take one, and
 a task whose worker died with the old process is reported failed (its lease
 lapses, see `TaskOptions.lease_seconds`) instead of "working" forever.
+
+Each row keeps its holder and its size beside the JSON, and covering indexes
+count a holder's (and the file's) unexpired tasks and bytes without reading
+any record, so the bounds cost a short index walk under the write lock.
 """
 
 from __future__ import annotations
@@ -13,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ..tasks.records import TaskRecord
+from ..tasks.records import TaskLimits, TaskRecord, TaskStoreFull
 from .sqlite_file import SqliteFile
 
 if TYPE_CHECKING:
-    pass
+    import sqlite3
 
 __all__ = ["SqliteTaskStore"]
 
@@ -28,11 +32,78 @@ _SCHEMA = (
     " live INTEGER NOT NULL,"
     " expires_at REAL NOT NULL,"
     " version INTEGER NOT NULL,"
-    " data TEXT NOT NULL"
+    " data TEXT NOT NULL,"
+    " holder TEXT,"
+    " size INTEGER NOT NULL DEFAULT 0"
     ") WITHOUT ROWID",
-    "CREATE INDEX IF NOT EXISTS mcp_resolve_tasks_live ON mcp_resolve_tasks (principal, live)",
-    "CREATE INDEX IF NOT EXISTS mcp_resolve_tasks_expiry ON mcp_resolve_tasks (expires_at)",
 )
+_INDEXES = (
+    # Covering: the bounds are counted from the indexes alone, never from the records' data.
+    "CREATE INDEX IF NOT EXISTS mcp_resolve_tasks_held ON mcp_resolve_tasks (holder, expires_at, live, size)",
+    "CREATE INDEX IF NOT EXISTS mcp_resolve_tasks_sizes ON mcp_resolve_tasks (expires_at, size)",
+)
+
+
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Give a file written before tasks were bounded its `holder` and `size` columns, then the indexes.
+
+    An old record's holder is its principal (what its live tasks were counted
+    by); an anonymous one's is unknown (NULL), and counts for no one caller.
+    """
+    conn.execute("BEGIN IMMEDIATE")  # two workers opening an old file at once: one upgrades it
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(mcp_resolve_tasks)")}
+        if "holder" not in columns:
+            conn.execute("ALTER TABLE mcp_resolve_tasks ADD COLUMN holder TEXT")
+            conn.execute("ALTER TABLE mcp_resolve_tasks ADD COLUMN size INTEGER NOT NULL DEFAULT 0")
+            conn.execute(
+                "UPDATE mcp_resolve_tasks SET size = length(CAST(data AS BLOB)),"
+                " holder = CASE WHEN principal IS NULL THEN NULL ELSE 'principal ' || principal END"
+            )
+        for statement in _INDEXES:
+            conn.execute(statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _passed(
+    conn: sqlite3.Connection, holder: str | None, tasks: int, size: int, limits: TaskLimits, now: float
+) -> str | None:
+    """The first bound `tasks` more records of `size` more bytes for `holder` would pass, or None.
+
+    Only records that have not expired count, so nothing needs purging first.
+    """
+    if tasks and limits.max_live_per_principal is not None:
+        (live,) = conn.execute(
+            "SELECT COUNT(*) FROM mcp_resolve_tasks WHERE holder IS ? AND expires_at > ? AND live = 1",
+            (holder, now),
+        ).fetchone()
+        if live >= limits.max_live_per_principal:
+            return "max_live_per_principal"
+    if (tasks and limits.max_tasks_per_principal is not None) or limits.max_bytes_per_principal is not None:
+        count, held = conn.execute(
+            "SELECT COUNT(*), TOTAL(size) FROM mcp_resolve_tasks WHERE holder IS ? AND expires_at > ?",
+            (holder, now),
+        ).fetchone()
+        if (
+            tasks
+            and limits.max_tasks_per_principal is not None
+            and count + tasks > limits.max_tasks_per_principal
+        ):
+            return "max_tasks_per_principal"
+        if limits.max_bytes_per_principal is not None and held + size > limits.max_bytes_per_principal:
+            return "max_bytes_per_principal"
+    if (tasks and limits.max_tasks is not None) or limits.max_bytes is not None:
+        count, held = conn.execute(
+            "SELECT COUNT(*), TOTAL(size) FROM mcp_resolve_tasks WHERE expires_at > ?", (now,)
+        ).fetchone()
+        if tasks and limits.max_tasks is not None and count + tasks > limits.max_tasks:
+            return "max_tasks"
+        if limits.max_bytes is not None and held + size > limits.max_bytes:
+            return "max_bytes"
+    return None
 
 
 class SqliteTaskStore:
@@ -50,20 +121,22 @@ class SqliteTaskStore:
         if busy_timeout <= 0:
             raise ValueError("busy_timeout must be positive")
         self._busy_timeout = float(busy_timeout)
-        self._file = SqliteFile(self._path, busy_timeout=self._busy_timeout, schema=_SCHEMA)
+        self._file = SqliteFile(self._path, busy_timeout=self._busy_timeout, schema=_SCHEMA, upgrade=_upgrade)
 
     @property
     def path(self) -> str:
         return self._path
 
-    async def create(self, record: TaskRecord, *, max_live: int | None, now: float) -> bool:
-        return await anyio.to_thread.run_sync(self._create, record, max_live, now)
+    async def create(self, record: TaskRecord, *, limits: TaskLimits, now: float) -> bool:
+        return await anyio.to_thread.run_sync(self._create, record, limits, now)
 
     async def get(self, task_id: str) -> TaskRecord | None:
         return await anyio.to_thread.run_sync(self._get, task_id)
 
-    async def replace(self, record: TaskRecord) -> bool:
-        return await anyio.to_thread.run_sync(self._replace, record)
+    async def replace(
+        self, record: TaskRecord, *, limits: TaskLimits | None = None, now: float = 0.0
+    ) -> bool:
+        return await anyio.to_thread.run_sync(self._replace, record, limits, now)
 
     async def purge(self, now: float) -> int:
         return await anyio.to_thread.run_sync(self._purge, now)
@@ -71,37 +144,39 @@ class SqliteTaskStore:
     def close(self) -> None:
         self._file.close()
 
-    def _create(self, record: TaskRecord, max_live: int | None, now: float) -> bool:
+    def _create(self, record: TaskRecord, limits: TaskLimits, now: float) -> bool:
+        data = record.encoded()
         with self._file.lock:
             conn = self._file.connection()
-            conn.execute("BEGIN IMMEDIATE")  # the count and the insert under one write lock
+            conn.execute("BEGIN IMMEDIATE")  # the bounds and the insert under one write lock
             try:
-                if max_live is not None:
-                    (live,) = conn.execute(
-                        "SELECT COUNT(*) FROM mcp_resolve_tasks"
-                        " WHERE principal IS ? AND live = 1 AND expires_at > ?",
-                        (record.principal, now),
-                    ).fetchone()
-                    if live >= max_live:
-                        conn.execute("ROLLBACK")
-                        return False
-                cursor = conn.execute(
-                    "INSERT OR IGNORE INTO mcp_resolve_tasks"
-                    " (task_id, principal, live, expires_at, version, data) VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        record.task_id,
-                        record.principal,
-                        int(record.live),
-                        record.expires_at,
-                        record.version,
-                        record.dump(),
-                    ),
-                )
-                conn.execute("COMMIT")
+                taken = conn.execute(
+                    "SELECT 1 FROM mcp_resolve_tasks WHERE task_id = ?", (record.task_id,)
+                ).fetchone()
+                bound = None if taken else _passed(conn, record.holder, 1, len(data), limits, now)
+                if not taken and bound is None:
+                    conn.execute(
+                        "INSERT INTO mcp_resolve_tasks"
+                        " (task_id, principal, live, expires_at, version, data, holder, size)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        (
+                            record.task_id,
+                            record.principal,
+                            int(record.live),
+                            record.expires_at,
+                            record.version,
+                            data.decode(),
+                            record.holder,
+                            len(data),
+                        ),
+                    )
+                conn.execute("COMMIT" if not taken and bound is None else "ROLLBACK")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            return cursor.rowcount == 1
+        if bound is not None:
+            raise TaskStoreFull(bound)
+        return not taken
 
     def _get(self, task_id: str) -> TaskRecord | None:
         with self._file.lock:
@@ -116,30 +191,53 @@ class SqliteTaskStore:
         record.version = int(row[0])
         return record
 
-    def _replace(self, record: TaskRecord) -> bool:
+    def _replace(self, record: TaskRecord, limits: TaskLimits | None, now: float) -> bool:
         expected = record.version
         record.version = expected + 1
         try:
-            with self._file.lock:
-                cursor = self._file.connection().execute(
-                    "UPDATE mcp_resolve_tasks SET live = ?, expires_at = ?, version = ?, data = ?"
-                    " WHERE task_id = ? AND version = ?",
-                    (
-                        int(record.live),
-                        record.expires_at,
-                        record.version,
-                        record.dump(),
-                        record.task_id,
-                        expected,
-                    ),
-                )
+            stored = self._write(record, expected, limits, now)
         except BaseException:
             record.version = expected
             raise
-        if cursor.rowcount != 1:
+        if not stored:
             record.version = expected
-            return False
-        return True
+        return stored
+
+    def _write(self, record: TaskRecord, expected: int, limits: TaskLimits | None, now: float) -> bool:
+        data = record.encoded()
+        update = (
+            "UPDATE mcp_resolve_tasks SET live = ?, expires_at = ?, version = ?, data = ?, size = ?"
+            " WHERE task_id = ? AND version = ?"
+        )
+        values = (
+            int(record.live),
+            record.expires_at,
+            record.version,
+            data.decode(),
+            len(data),
+            record.task_id,
+            expected,
+        )
+        with self._file.lock:
+            conn = self._file.connection()
+            if limits is None:
+                return conn.execute(update, values).rowcount == 1
+            conn.execute("BEGIN IMMEDIATE")  # the bound and the update under one write lock
+            try:
+                row = conn.execute(
+                    "SELECT holder, size FROM mcp_resolve_tasks WHERE task_id = ? AND version = ?",
+                    (record.task_id, expected),
+                ).fetchone()
+                growth = 0 if row is None else len(data) - int(row[1])
+                bound = _passed(conn, row[0], 0, growth, limits, now) if growth > 0 else None
+                stored = row is not None and bound is None and conn.execute(update, values).rowcount == 1
+                conn.execute("COMMIT" if stored else "ROLLBACK")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        if bound is not None:
+            raise TaskStoreFull(bound)
+        return stored
 
     def _purge(self, now: float) -> int:
         with self._file.lock:

@@ -8,6 +8,6 @@ becomes the task's `input_required` status. `records` holds what a task is,
 tools never run as tasks never loads the rest.
 """
 
-from .records import TASKS_EXTENSION, TaskOptions, TaskRecord
+from .records import TASKS_EXTENSION, TaskLimits, TaskOptions, TaskRecord, TaskStoreFull
 
-__all__ = ["TASKS_EXTENSION", "TaskOptions", "TaskRecord"]
+__all__ = ["TASKS_EXTENSION", "TaskLimits", "TaskOptions", "TaskRecord", "TaskStoreFull"]

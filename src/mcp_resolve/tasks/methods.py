@@ -27,7 +27,14 @@ from ..errors import (
 )
 from ..signature import ArgumentError
 from ..tools import error_result
-from .records import MAX_META_BYTES, TASKS_EXTENSION, TaskRecord, declares_tasks, required_capabilities
+from .records import (
+    MAX_META_BYTES,
+    TASKS_EXTENSION,
+    TaskRecord,
+    TaskStoreFull,
+    declares_tasks,
+    required_capabilities,
+)
 from .runner import STOPPED, TaskRunner, _Gate, _Run, runner_of
 
 if TYPE_CHECKING:
@@ -45,6 +52,7 @@ MAX_RECORD_BYTES = 1024 * 1024
 _NOT_FOUND = "Failed to retrieve task: Task not found"
 _TOO_LARGE = "the call is too large to run as a task"
 _META_TOO_LARGE = f"the call's _meta is too large to keep in a task (at most {MAX_META_BYTES} bytes)"
+_NOT_CREATED = "the task could not be created; try again"
 _ANSWER_MODELS: dict[str, type[BaseModel]] = {
     "elicitation/create": ElicitResult,
     "sampling/createMessage": CreateMessageResult,
@@ -94,13 +102,6 @@ def _refusal(record: TaskRecord) -> str | None:
     return None
 
 
-def _too_many(runner: TaskRunner) -> str:
-    return (
-        f"too many tasks in progress for this caller (at most {runner.options.max_live_per_principal}); "
-        "wait for one to finish or cancel one"
-    )
-
-
 async def _start(
     runner: TaskRunner, tool: Tool, arguments: dict[str, Any] | None, context: Context
 ) -> dict[str, Any]:
@@ -109,16 +110,21 @@ async def _start(
     record = runner.new_record(tool, arguments, scope, _trace_of(context))
     refusal = _refusal(record)
     if refusal is not None:
+        runner.refused("too_large", "create")
         return error_result(tool.name, refusal)
     run = runner.claim(record.task_id)
     try:
         created = await runner.create(record)
+    except TaskStoreFull as full:
+        runner.release(run)
+        runner.refused(full.bound, "create")
+        return error_result(tool.name, runner.refusal(full.bound))
     except BaseException:
         runner.release(run)
         raise
-    if not created:
+    if not created:  # its id was taken: only a create retried after it landed gets here
         runner.release(run)
-        return error_result(tool.name, _too_many(runner))
+        raise MCPError(INTERNAL_ERROR, _NOT_CREATED)
     try:
         await runner.spawn_round(run, record, context)
     except BaseException:
@@ -168,14 +174,21 @@ async def _start_after_resolvers(
     run.task_id = record.task_id
     runner.register(run)
     created, refusal = False, _refusal(record)
+    if refusal is not None:
+        runner.refused("too_large", "create")
     try:
-        created = refusal is None and await runner.create(record)
+        if refusal is None:
+            created = await runner.create(record)
+            refusal = None if created else _NOT_CREATED
+    except TaskStoreFull as full:
+        runner.refused(full.bound, "create")
+        refusal = runner.refusal(full.bound)
     finally:
         if not created:
             # No task (refused, or this request failed or was cancelled while making it): no body either.
             runner.release(run)
             run.task_id = None
-            gate.refusal = refusal or _too_many(runner)
+            gate.refusal = refusal or _NOT_CREATED
             gate.decided.set()
     if not created:
         await done.wait()
@@ -315,7 +328,14 @@ async def _update(
             record.rounds = record.rounds + 1 if record.rounds else 0
             run = runner.claim(record.task_id)
         try:
-            stored = await runner.store.replace(record)
+            try:
+                stored = await runner.store.replace(record, limits=runner.limits, now=now)
+            except TaskStoreFull as full:
+                runner.refused(full.bound, "answer")
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"Invalid params: the answers cannot be kept: {runner.refusal(full.bound)}",
+                ) from None
             if stored and run is not None:
                 await runner.spawn_round(run, record, context)
                 run = None

@@ -29,9 +29,11 @@ __all__ = [
     "MAX_META_BYTES",
     "TASKS_EXTENSION",
     "TERMINAL",
+    "TaskLimits",
     "TaskOptions",
     "TaskRecord",
     "TaskStatus",
+    "TaskStoreFull",
     "declares_tasks",
     "iso_time",
     "kept_meta",
@@ -108,6 +110,34 @@ def iso_time(epoch: float) -> str:
 
 
 @dataclass(frozen=True)
+class TaskLimits:
+    """What a task store may hold, per caller and in all (None: no bound); see `TaskOptions`.
+
+    A caller is a record's `holder`. Every task counts, finished ones too, until
+    it expires; a task's bytes are its record as JSON (arguments, kept `_meta`,
+    answers, questions and result). The names are `TaskOptions`'s, and a store
+    that refuses names the one it would pass (`TaskStoreFull.bound`).
+    """
+
+    max_live_per_principal: int | None = 100
+    max_tasks_per_principal: int | None = 1000
+    max_bytes_per_principal: int | None = 16 * 1024 * 1024
+    max_tasks: int | None = 10_000
+    max_bytes: int | None = 256 * 1024 * 1024
+
+
+class TaskStoreFull(Exception):
+    """A store refused a write that would pass one of its `TaskLimits`; nothing was written.
+
+    `bound` names the limit (a `TaskLimits` field, so a `TaskOptions` one).
+    """
+
+    def __init__(self, bound: str) -> None:
+        super().__init__(f"the task store is full ({bound})")
+        self.bound = bound
+
+
+@dataclass(frozen=True)
 class TaskOptions:
     """How a server keeps its tasks (`MCPServer(task_options=TaskOptions(...))`).
 
@@ -117,8 +147,15 @@ class TaskOptions:
     away does not hold its slot forever.
     `poll_interval_ms`: the polling interval suggested to clients.
     `max_live_per_principal`: tasks one caller may have working or waiting at
-    once (callers are their principal; all unauthenticated callers share one
-    bound); None for no bound.
+    once. A caller is its principal when authenticated; without one, its
+    connection (stdio, a handshake-era session) or its client address (HTTP),
+    so anonymous callers do not share one bound.
+    `max_tasks_per_principal`, `max_bytes_per_principal`: tasks one caller may
+    have kept, finished ones included until they expire, and the bytes of
+    JSON they hold (arguments, kept `_meta`, answers, questions, results).
+    `max_tasks`, `max_bytes`: the same for the whole store, every caller
+    together. A call past a bound is refused with a tool error saying which;
+    an answer, an error; a result, the task failed. None for no bound.
     `lease_seconds`: a worker running a task renews its claim this often
     (every third of it); a task whose claim lapsed belongs to a worker that
     died, and is reported failed.
@@ -128,6 +165,10 @@ class TaskOptions:
     ttl_ms: int = 3_600_000
     poll_interval_ms: int = 1000
     max_live_per_principal: int | None = 100
+    max_tasks_per_principal: int | None = 1000
+    max_bytes_per_principal: int | None = 16 * 1024 * 1024
+    max_tasks: int | None = 10_000
+    max_bytes: int | None = 256 * 1024 * 1024
     lease_seconds: float = 30.0
     purge_interval: float = 60.0
 
@@ -136,12 +177,22 @@ class TaskOptions:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer number of milliseconds")
-        if self.max_live_per_principal is not None and self.max_live_per_principal <= 0:
-            raise ValueError("max_live_per_principal must be positive (or None for no bound)")
+        for name in _LIMITS:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer (or None for no bound)")
         for name in ("lease_seconds", "purge_interval"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be a positive number of seconds")
+
+    @property
+    def limits(self) -> TaskLimits:
+        """The bounds a store enforces, as a store takes them."""
+        return TaskLimits(**{name: getattr(self, name) for name in _LIMITS})
+
+
+_LIMITS = tuple(f.name for f in fields(TaskLimits))
 
 
 @dataclass
@@ -181,6 +232,9 @@ class TaskRecord:
     server: each round's span is its child. Written by the server from its own span, never the client's."""
     rounds: int = 0
     """Rounds started so far (the current one included); 0 when unknown (a record from before it was counted)."""
+    holder: str | None = None
+    """Whose bounds the task counts against: "principal ..." when authenticated, else the creating
+    request's connection or address ("connection ...", "address ..."); None in an older record."""
     version: int = 0
 
     @property
@@ -188,7 +242,11 @@ class TaskRecord:
         return self.status not in TERMINAL
 
     def dump(self) -> str:
-        return pydantic_core.to_json(asdict(self)).decode()
+        return self.encoded().decode()
+
+    def encoded(self) -> bytes:
+        """The record as UTF-8 JSON: what a store keeps, and what its size is counted in."""
+        return pydantic_core.to_json(asdict(self))
 
     @classmethod
     def load(cls, data: str | bytes) -> TaskRecord:

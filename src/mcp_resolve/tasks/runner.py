@@ -35,7 +35,7 @@ from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, MCPError, ToolError
 from ..protocol.modern import BatchQuestioner
 from ..stores.tasks import MemoryTaskStore, TaskStore
-from .records import TaskOptions, TaskRecord, kept_meta, new_task_id
+from .records import TaskOptions, TaskRecord, TaskStoreFull, kept_meta, new_task_id
 
 if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..server import MCPServer
     from ..tools import Tool
 
-__all__ = ["TaskRunner", "runner_of", "wait_for_task"]
+__all__ = ["TaskRunner", "holder_of", "runner_of", "wait_for_task"]
 
 logger = logging.getLogger("mcp_resolve.tasks")
 
@@ -57,6 +57,34 @@ PROGRESS_WRITE_GAP = 0.1
 
 Outcome = tuple[str, Any]
 """("done", result dict) | ("failed", JSON-RPC error) | ("cancelled", None)."""
+
+_FULL = {
+    "max_live_per_principal": (
+        "too many tasks in progress for this caller (at most {limit}); wait for one to finish or cancel one"
+    ),
+    "max_tasks_per_principal": (
+        "too many tasks kept for this caller (at most {limit}, finished ones included until they expire); "
+        "try again later"
+    ),
+    "max_bytes_per_principal": (
+        "this caller's tasks hold too much data (at most {limit} bytes, finished ones included until they "
+        "expire); try again later"
+    ),
+    "max_tasks": "the server holds as many tasks as it may (at most {limit}); try again later",
+    "max_bytes": "the server's tasks hold as much data as they may (at most {limit} bytes); try again later",
+}
+"""What a caller is told when a write would pass a `TaskOptions` bound, by its name."""
+
+
+def holder_of(scope: RequestScope) -> str:
+    """Whose bounds a task of `scope`'s request counts against: its principal, else its connection or address.
+
+    Without authentication every caller is the same (None) principal, so
+    keying by it would let one client's parked tasks block everyone's.
+    """
+    if scope.principal is not None:
+        return f"principal {scope.principal}"
+    return scope.peer or "anonymous"
 
 
 def runner_of(server: MCPServer) -> TaskRunner:
@@ -125,6 +153,7 @@ class TaskRunner:
     def __init__(self, server: MCPServer, *, clock: Callable[[], float] = time.time) -> None:
         self.server = server
         self.options: TaskOptions = server.task_options or TaskOptions()
+        self.limits = self.options.limits
         self.store: TaskStore = _store_of(server.task_store)
         self.clock = clock
         self.worker = secrets.token_hex(8)
@@ -221,10 +250,27 @@ class TaskRunner:
             meta=kept_meta(scope.meta),
             trace=trace,
             rounds=1,
+            holder=holder_of(scope),
         )
 
     async def create(self, record: TaskRecord) -> bool:
-        return await self.store.create(record, max_live=self.options.max_live_per_principal, now=self.clock())
+        """Store a new task's record; `TaskStoreFull` when a bound refuses it."""
+        return await self.store.create(record, limits=self.limits, now=self.clock())
+
+    def refusal(self, bound: str) -> str:
+        """What the caller is told when a write would pass `bound` (a `TaskOptions` name)."""
+        text = _FULL.get(bound, "the task store is full ({bound}); try again later")
+        return text.format(limit=getattr(self.options, bound, None), bound=bound)
+
+    def refused(self, reason: str, stage: str) -> None:
+        """Count a refusal (`mcp_resolve.tasks.refusals`) on an instrumented server; nothing otherwise.
+
+        `reason`: the bound (or "too_large", one call's own size); `stage`:
+        "create", "answer" (tasks/update) or "outcome" (a round's result or questions).
+        """
+        telemetry = self.server.telemetry
+        if telemetry is not None:
+            telemetry.task_refused(reason, stage)
 
     async def spawn_round(self, run: _Run, record: TaskRecord, trigger: Context) -> None:
         """Run the task's next round in the background; `trigger` is the request that led to it.
@@ -353,8 +399,17 @@ class TaskRunner:
             elif kind == "cancelled":
                 record.status, record.status_message = "cancelled", "Cancelled by the client"
             record.owner = record.lease_until = None
-            record.touch(self.clock(), self.options.ttl_ms)
-            if await self.store.replace(record):
+            now = self.clock()
+            record.touch(now, self.options.ttl_ms)
+            try:
+                # A result, questions or an error are what a round adds: bounded. A cancel adds nothing.
+                limits = None if record.status == "cancelled" else self.limits
+                stored = await self.store.replace(record, limits=limits, now=now)
+            except TaskStoreFull as full:
+                self.refused(full.bound, "outcome")
+                _unkept(record, self.refusal(full.bound))
+                stored = await self.store.replace(record)  # a short error instead: no bound applies
+            if stored:
                 return
 
     # -- what a running round tells its record ------------------------------------------------
@@ -417,6 +472,23 @@ class TaskRunner:
         if record.owner == self.worker and record.task_id not in self._runs:
             return True
         return record.lease_until is not None and record.lease_until < self.clock()
+
+
+def _unkept(record: TaskRecord, why: str) -> None:
+    """A round's outcome the store has no room for: the task fails, saying so, and keeps none of it.
+
+    The message says what was lost, so nobody takes a tool that finished for
+    one that did not: its result, its questions or its error.
+    """
+    if record.status == "input_required":
+        message = f"The task's questions could not be kept: {why}"
+    elif record.status == "completed":
+        message = f"The task finished, but its result could not be kept: {why}"
+    else:
+        message = f"The task failed, and its error could not be kept: {why}"
+    record.status, record.status_message = "failed", message
+    record.error = {"code": INTERNAL_ERROR, "message": message}
+    record.result, record.state, record.pending, record.answers = None, None, {}, {}
 
 
 def _park(record: TaskRecord, result: dict[str, Any]) -> None:

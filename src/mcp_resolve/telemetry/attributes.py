@@ -37,6 +37,8 @@ QUESTION_KEY = "mcp_resolve.question.key"
 QUESTION_OUTCOME = "mcp_resolve.question.outcome"
 REJECTION_REASON = "mcp_resolve.rejection.reason"
 TASK_ID = "mcp_resolve.task.id"
+TASK_REFUSAL_REASON = "mcp_resolve.task.refusal.reason"
+TASK_REFUSAL_STAGE = "mcp_resolve.task.refusal.stage"
 
 OTHER = "_OTHER"
 """The conventions' stand-in for a value outside the known set (a method, a question's kind, an id)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics, trace
 
 from . import instruments
+from .attributes import TASK_REFUSAL_REASON, TASK_REFUSAL_STAGE
 from .requests import observe_request
 from .rounds import observe_task_round
 
@@ -97,6 +98,7 @@ class Telemetry:
         self.rounds = instruments.rounds(meter)
         self.questions = instruments.questions(meter)
         self.rejections = instruments.rejections(meter)
+        self.task_refusals = instruments.task_refusals(meter)
         instruments.active_sessions(meter, self._server)
 
     async def observe(
@@ -113,6 +115,10 @@ class Telemetry:
         return await observe_request(
             self, request, meta, headers, respond, modern=modern, protocol_version=protocol_version
         )
+
+    def task_refused(self, reason: str, stage: str) -> None:
+        """A task write refused: `reason` the bound (a `TaskOptions` name, or "too_large"), `stage` where."""
+        self.task_refusals.add(1, {TASK_REFUSAL_REASON: reason, TASK_REFUSAL_STAGE: stage})
 
     async def observe_task_round(
         self,

@@ -73,6 +73,14 @@ def rejections(meter: Meter) -> Counter:
     )
 
 
+def task_refusals(meter: Meter) -> Counter:
+    return meter.create_counter(
+        "mcp_resolve.tasks.refusals",
+        unit="{refusal}",
+        description="Task writes refused because a bound of the task store would be passed, by bound and stage.",
+    )
+
+
 def active_sessions(meter: Meter, server: weakref.ref[MCPServer]) -> None:
     """Observe the server's open sessions, for as long as it lives (the gauge does not keep it alive)."""
 

@@ -254,6 +254,7 @@ class StreamableHTTPEndpoint:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
         meta, principal = message.params["_meta"], self._principal(scope, receive)
+        message.peer = _address(scope)
         answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
         await exchange.run(answer, receive, send)
         return None

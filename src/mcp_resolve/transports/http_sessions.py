@@ -35,7 +35,7 @@ class Session:
         self.id = secrets.token_urlsafe(32)
         self.principal = principal
         self.client = client
-        self.connection = Connection(server, principal=principal)
+        self.connection = Connection(server, principal=principal, peer=client)
         self.closed = anyio.Event()
         self.clock = clock
         self.last_seen = clock()
