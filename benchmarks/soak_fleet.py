@@ -318,8 +318,8 @@ class FleetSoak(Soak):
                 elif reply.get("error") == FROZEN:
                     self.first_refused += 1
                     raise FlowError(
-                        "refused as a replay on its first sending (a claim of it landed while its worker"
-                        " gave up?)",
+                        "refused as a replay on its first sending (its worker's own claim, given up on in a"
+                        " stall, landed late?)",
                         str(reply)[:300],
                     )
                 return reply
@@ -462,9 +462,9 @@ def report(soak: FleetSoak, ledger: Counter[str], directory: Path) -> int:
     say(f"answer lost  {len(answer_lost):7d}  (in the ledger, the client never told: {dict(refused_then)})")
     refusals = soak.retried["refused as a replay (retries refused)"] + soak.first_refused
     say(
-        f"refused      {refusals:7d}  rounds refused as a replay with no answer before (a claim whose answer"
-        f" was lost): {soak.retried['refused as a replay (retries refused)']} on a retry,"
-        f" {soak.first_refused} on their first sending"
+        f"refused      {refusals:7d}  rounds refused as a replay though no answer to them ever came back"
+        f" (a claim that landed after its worker gave up on it): retries refused"
+        f" {soak.retried['refused as a replay (retries refused)']}, on the first sending {soak.first_refused}"
     )
     say(f"retried      {sum(soak.retried.values()):7d}  rounds sent again after a passing failure; they:")
     for name, count in soak.retried.most_common():
