@@ -275,8 +275,9 @@ class FleetSoak(Soak):
         self.faults: list[dict[str, Any]] = []
         self.failed_as: dict[str, str] = {}
         self.first_refused = 0
-        self.log_sizes: dict[int, int] = {}
         """Rounds refused as a replay the first time the client sent them."""
+        self.log_sizes: dict[int, int] = {}
+        """Each worker's log size when the load ended: what follows is its shutdown."""
 
     async def race(
         self, flow: Flow, http: httpx.AsyncClient, params: dict[str, Any]
@@ -285,6 +286,8 @@ class FleetSoak(Soak):
         try:
             return await super().race(flow, http, params)
         except FlowError as exc:
+            if exc.kind.startswith("round sent twice: 0 answered"):  # both refused, or one and no answer
+                self.first_refused += 1
             if exc.kind != NO_ANSWER_TWICE:
                 raise
         async with self.fleet.serve() as front:
@@ -416,7 +419,7 @@ class FleetSoak(Soak):
             group.start_soon(self.replayer)
         for worker in self.fleet.workers:
             worker.rss_end, worker.peak_end = rss_mb(worker.pid), rss_mb(worker.pid, "VmHWM")
-            self.log_sizes[worker.slot] = worker.log.stat().st_size  # what follows is the shutdown
+            self.log_sizes[worker.slot] = worker.log.stat().st_size
 
 
 # -- the verdict -----------------------------------------------------------------------------
