@@ -251,13 +251,17 @@ def modern_headers(method: str, params: dict[str, Any]) -> dict[str, str]:
 
 
 async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON-RPC messages of a response, whether a JSON body or an SSE stream."""
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
+    """The JSON-RPC messages of a response, whether a JSON body or an SSE stream (else `FlowError`)."""
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("text/event-stream"):
         async for line in response.aiter_lines():
             if line.startswith("data:") and line[5:].strip():  # not a priming event (no data)
                 yield json.loads(line[5:])
-    else:
+    elif kind.startswith("application/json"):
         yield json.loads(await response.aread())
+    else:  # a proxy's error page
+        body = (await response.aread())[:200].decode(errors="replace")
+        raise FlowError(f"HTTP {response.status_code} without a reply", body)
 
 
 def passing_failure(reply: dict[str, Any]) -> str | None:
@@ -401,12 +405,6 @@ class Soak:
         async with http.stream(
             "POST", worker.url, json=message, headers=modern_headers("tools/call", params)
         ) as response:
-            kind = response.headers.get("content-type", "")
-            if not kind.startswith(("application/json", "text/event-stream")):  # a proxy's error page
-                raise FlowError(
-                    f"HTTP {response.status_code} without a reply",
-                    (await response.aread())[:200].decode(errors="replace"),
-                )
             async for reply in messages(response):
                 if reply.get("id") == message["id"]:
                     return reply
