@@ -84,10 +84,11 @@ conformance: $(STAMP) $(NODE_STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
-# Three minutes of mixed refund load on a two-worker HTTP fleet, with dropped clients and a worker
-# killed and restarted; fails on a lost or doubled refund. Not part of `make test`.
-# Pass options with SOAK_ARGS, e.g. `make soak SOAK_ARGS="--seconds 60"`.
-soak: $(STAMP)
+# Mixed refund load with dropped clients, in two legs of 90 s (about four minutes in all): two HTTP
+# workers, one killed and restarted; then nginx, three workers and Redis, with workers SIGKILLed and
+# Redis stopped and paused. Fails on a lost or doubled refund. Not part of `make test`.
+# Pass options with SOAK_ARGS, e.g. `make soak SOAK_ARGS="--fleet --seconds 60"`.
+soak: $(STAMP) $(SYSTEM_STAMP)
 	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
 test: lint typecheck docs pytest conformance

@@ -1,8 +1,14 @@
-"""Soak: minutes of mixed refund-desk load on a two-worker fleet, with faults, checked against the server's ledger.
+"""Soak: minutes of mixed refund-desk load on a fleet, with faults, checked against the server's ledger.
 
-    python benchmarks/soak.py [--seconds 180] [--clients 16] [--kill-every 30] [--seed N]
+    python benchmarks/soak.py [--legs pair fleet] [--fleet] [--seconds 90] [--clients 16]
+                              [--kill-every 30] [--fault-every 8] [--seed N]
 
-Two uvicorn processes of `benchmarks/soak_server.py` (the refund desk with a
+Two legs, one after the other (both by default), each `--seconds` long. This
+module is the first, `pair`; `fleet` (nginx, three workers and Redis, with
+workers killed and Redis stopped and paused) is in `soak_fleet.py` and runs
+the same flows. The exit status is 1 if either leg lost or doubled a refund.
+
+The pair leg: two uvicorn processes of `benchmarks/soak_server.py` (the refund desk with a
 shared SQLite replay store and a SQLite ledger of refunds) on loopback ports,
 sharing their requestState keys. Concurrent clients run refund flows:
 
@@ -20,7 +26,9 @@ finishes what it has in flight, is SIGKILLed and restarted on the same port, whi
 2026-07-28 flows wait between rounds holding state it sealed. Worker 0 is never
 killed, so its RSS at start and end shows growth over the whole run. A replayer
 re-sends completed final rounds (including ones claimed by a process since
-killed): each must get the frozen "Invalid or expired requestState".
+killed): each must get the frozen "Invalid or expired requestState", or its own
+receipt again (a store that answers a retry with the original outcome), the
+ledger showing whether the tool ran twice.
 
 At the end every flow's outcome as the client saw it is compared with the
 ledger: LOST is a refund one side has and the other lacks, DOUBLED a flow with
@@ -85,6 +93,8 @@ FLOW_TIMEOUT = 90.0
 DRAIN_TIMEOUT = 20.0
 MAX_ROUNDS = 6
 EXPECTED_LOG_LINES = ("--- starting worker", "rejected replayed requestState on tools/call")
+UNAVAILABLE = "unavailable: the shared store did not answer"
+NO_ANSWER_TWICE = "round sent twice: no answer from either"
 
 
 # -- the fleet -------------------------------------------------------------------------------
@@ -147,11 +157,14 @@ class Fleet:
             "SOAK_LEDGER_DB": str(directory / "ledger.sqlite3"),
         }
 
-    async def start(self, worker: Worker) -> None:
-        command = [
+    def command(self, worker: Worker) -> list[str]:
+        return [
             *(sys.executable, "-m", "uvicorn", "soak_server:app", "--app-dir", str(HERE)),
             *("--host", "127.0.0.1", "--port", str(worker.port), "--log-level", "warning"),
         ]
+
+    async def start(self, worker: Worker) -> None:
+        command = self.command(worker)
         with worker.log.open("ab") as log:
             log.write(f"--- starting worker {worker.slot} at {time.strftime('%X')}\n".encode())
             log.flush()
@@ -183,10 +196,11 @@ class Fleet:
             worker.started_at = time.monotonic() - self.began
         worker.accepting = True
 
-    async def kill(self, worker: Worker) -> int:
-        """Stop routing to the worker, wait for its requests in flight, SIGKILL it; returns those left in flight."""
+    async def kill(self, worker: Worker, *, drain: bool = True) -> int:
+        """Stop routing to the worker, wait for its requests in flight (unless not `drain`), SIGKILL it;
+        returns those left in flight."""
         worker.accepting = False
-        with anyio.move_on_after(DRAIN_TIMEOUT):
+        with anyio.move_on_after(DRAIN_TIMEOUT if drain else 0):
             while worker.in_flight:
                 await anyio.sleep(0.01)
         left = worker.in_flight
@@ -237,13 +251,25 @@ def modern_headers(method: str, params: dict[str, Any]) -> dict[str, str]:
 
 
 async def messages(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
-    """The JSON-RPC messages of a response, whether a JSON body or an SSE stream."""
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
+    """The JSON-RPC messages of a response, whether a JSON body or an SSE stream (else `FlowError`)."""
+    kind = response.headers.get("content-type", "")
+    if kind.startswith("text/event-stream"):
         async for line in response.aiter_lines():
-            if line.startswith("data:"):
+            if line.startswith("data:") and line[5:].strip():  # not a priming event (no data)
                 yield json.loads(line[5:])
-    else:
+    elif kind.startswith("application/json"):
         yield json.loads(await response.aread())
+    else:  # a proxy's error page
+        body = (await response.aread())[:200].decode(errors="replace")
+        raise FlowError(f"HTTP {response.status_code} without a reply", body)
+
+
+def passing_failure(reply: dict[str, Any]) -> str | None:
+    """The kind of a reply that says "try again shortly" (a shared store away), else None."""
+    error = reply.get("error") or {}
+    if error.get("code") == -32603 and UNAVAILABLE in str(error.get("message", "")):
+        return f"JSON-RPC -32603 {str(error['message']).split(':')[0]}"
+    return None
 
 
 class FlowError(Exception):
@@ -264,6 +290,8 @@ class Flow:
     restock: dict[str, Any] | None
     outcome: str = "running"  # refunded | declined | dropped | failed
     spanned_kill: bool = False
+    unanswered: bool = False  # failed without an answer (a transport error, a timeout), not on one
+    receipt: Any = None  # what the client got when it refunded
 
     @property
     def arguments(self) -> dict[str, Any]:
@@ -301,6 +329,7 @@ class Soak:
     def __init__(self, args: argparse.Namespace, fleet: Fleet, rng: random.Random) -> None:
         self.args, self.fleet, self.rng = args, fleet, rng
         self.flows: list[Flow] = []
+        self.by_id: dict[str, Flow] = {}
         self.errors: Counter[str] = Counter()
         self.examples: dict[str, str] = {}
         self.stats: Counter[str] = Counter()
@@ -323,7 +352,18 @@ class Soak:
         restock = None if rng.random() < 0.15 else {"restock": rng.random() < 0.5}
         flow = Flow(f"flow-{len(self.flows) + 1}", kind, order_id, scope, restock)
         self.flows.append(flow)
+        self.by_id[flow.id] = flow
         return flow
+
+    def same_outcome(self, flow: Flow, reply: dict[str, Any]) -> bool:
+        """Whether `reply` is the receipt the flow already got: the final round answered again with its
+        original outcome (the ledger shows whether the tool ran again), which is not a second refund."""
+        result = reply.get("result") or {}
+        return (
+            flow.receipt is not None
+            and not result.get("isError")
+            and result.get("structuredContent") == flow.receipt
+        )
 
     def fail(self, flow: Flow, kind: str, detail: str = "") -> None:
         if flow.outcome == "running":
@@ -341,6 +381,7 @@ class Soak:
                 self.fail(flow, "tool error", text)
             return
         flow.outcome = "refunded"
+        flow.receipt = receipt
         got = {key: (receipt or {}).get(key) for key in ("order_id", "cents", "restocked")}
         if got != expected:
             self.fail(flow, "wrong receipt", f"expected {expected}, got {receipt}")
@@ -369,6 +410,14 @@ class Soak:
                     return reply
         raise FlowError(f"HTTP {response.status_code} without a reply")
 
+    async def round(
+        self, http: httpx.AsyncClient, worker: Worker, params: dict[str, Any], *, again: bool = False
+    ) -> dict[str, Any]:
+        """One round of a flow as the client sends it (`again`: it was sent before, without an answer).
+
+        Here one attempt; the fleet leg retries."""
+        return await self.post(http, worker, params)
+
     # -- the clients -------------------------------------------------------------------------
     async def client(self) -> None:
         async with httpx.AsyncClient(timeout=REQUEST_TIMEOUT) as http:
@@ -378,10 +427,13 @@ class Soak:
                     with anyio.fail_after(FLOW_TIMEOUT):
                         await getattr(self, flow.kind)(flow, http)
                 except FlowError as exc:
+                    flow.unanswered = True
                     self.fail(flow, exc.kind, exc.detail)
                 except TimeoutError:
+                    flow.unanswered = True
                     self.fail(flow, "flow timed out", f"after {FLOW_TIMEOUT} s")
                 except Exception as exc:
+                    flow.unanswered = True
                     self.fail(flow, type(exc).__name__, str(exc))
                 finally:
                     self.waiting.pop(flow, None)
@@ -408,7 +460,7 @@ class Soak:
             else:
                 async with self.fleet.serve() as worker:
                     pid = worker.pid
-                    reply = await self.post(http, worker, params)
+                    reply = await self.round(http, worker, params)
             if sealed_by is not None:
                 self.note_crossing(flow, sealed_by != pid, orphaned)
             if "error" in reply:
@@ -444,7 +496,13 @@ class Soak:
         replies: list[tuple[dict[str, Any], int]] = []
 
         async def send(worker: Worker) -> None:
-            replies.append((await self.post(http, worker, params), worker.pid))
+            try:
+                reply = await self.post(http, worker, params)
+            except (httpx.HTTPError, FlowError) as exc:  # no answer: neither answered nor refused
+                reply = {"no answer": exc.kind if isinstance(exc, FlowError) else type(exc).__name__}
+            if passing_failure(reply):
+                reply = {"no answer": passing_failure(reply), **reply}
+            replies.append((reply, worker.pid))
 
         async with (
             self.fleet.serve() as first,
@@ -455,9 +513,15 @@ class Soak:
             group.start_soon(send, second)
         self.stats["2026-07-28 rounds sent to two workers at once"] += 1
         refused = [reply for reply, _ in replies if reply.get("error") == FROZEN]
-        answered = [(reply, pid) for reply, pid in replies if reply.get("error") != FROZEN]
+        answered = [(r, pid) for r, pid in replies if r.get("error") != FROZEN and "no answer" not in r]
+        results = [reply.get("result") for reply, _ in answered]
+        if len(results) == 2 and results[0] is not None and results[0] == results[1]:
+            self.stats["rounds sent twice: both answered with one outcome"] += 1
+            return answered[0]  # the same outcome twice (a retry answered with it): the ledger counts
         if len(answered) != 1 or len(refused) != 1:
             kind = f"round sent twice: {len(answered)} answered, {len(refused)} refused"
+            if not answered and not refused:
+                kind = NO_ANSWER_TWICE
             detail = json.dumps([reply for reply, _ in replies])[:300]
             if not answered:
                 raise FlowError(kind, detail)
@@ -575,6 +639,8 @@ class Soak:
                     self.stats["replays of a claim made by a since-killed process"] += 1
                 if reply.get("error") == FROZEN:
                     self.stats["replays refused"] += 1
+                elif self.same_outcome(self.by_id[spent.flow_id], reply):
+                    self.stats["replays answered with the original outcome"] += 1
                 else:
                     key = "replay: not refused"
                     self.errors[key] += 1
@@ -680,21 +746,9 @@ def _mb(value: float | None) -> str:
     return "?" if value is None else f"{value:.1f}"
 
 
-async def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument(
-        "--seconds", type=float, default=180, help="how long to start new flows (default 180)"
-    )
-    parser.add_argument("--clients", type=int, default=16, help="concurrent clients (default 16)")
-    parser.add_argument(
-        "--kill-every", type=float, default=30, help="seconds between kills of worker 1 (default 30)"
-    )
-    parser.add_argument("--seed", type=int, default=None, help="seed of the mix (default: random, printed)")
-    args = parser.parse_args(argv)
-    if args.seed is None:
-        args.seed = random.randrange(1 << 31)
+async def pair_leg(args: argparse.Namespace, directory: Path) -> int:
+    """The two-worker leg: two uvicorn workers on a shared SQLite replay store, worker 1 drained and killed."""
     rng = random.Random(args.seed)
-    directory = HERE / "results" / time.strftime("soak-%Y%m%d-%H%M%S")
     directory.mkdir(parents=True)
     create_ledger(str(directory / "ledger.sqlite3"))
     fleet = Fleet(2, directory, rng)
@@ -710,6 +764,48 @@ async def main(argv: list[str] | None = None) -> int:
     finally:
         await fleet.stop()
     return report(soak, ledger_rows(directory / "ledger.sqlite3"), directory)
+
+
+LEGS = ("pair", "fleet")
+
+
+async def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--seconds", type=float, default=90, help="how long each leg starts new flows (default 90)"
+    )
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients (default 16)")
+    parser.add_argument(
+        "--legs",
+        nargs="+",
+        choices=LEGS,
+        default=list(LEGS),
+        help="pair: two workers, a shared SQLite replay store, worker 1 drained and killed; fleet: nginx,"
+        " three workers and Redis, workers killed and Redis stopped and paused (default: both, in turn)",
+    )
+    parser.add_argument("--fleet", dest="legs", action="store_const", const=["fleet"], help="--legs fleet")
+    parser.add_argument(
+        "--kill-every",
+        type=float,
+        default=30,
+        help="pair leg: seconds between kills of worker 1 (default 30)",
+    )
+    parser.add_argument(
+        "--fault-every", type=float, default=8, help="fleet leg: seconds between faults (default 8)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="seed of the mix (default: random, printed)")
+    args = parser.parse_args(argv)
+    if args.seed is None:
+        args.seed = random.randrange(1 << 31)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    statuses = []
+    if "pair" in args.legs:
+        statuses.append(await pair_leg(args, HERE / "results" / f"soak-{stamp}"))
+    if "fleet" in args.legs:
+        from benchmarks.soak_fleet import run_leg
+
+        statuses.append(await run_leg(args, HERE / "results" / f"soak-fleet-{stamp}"))
+    return max(statuses)
 
 
 if __name__ == "__main__":

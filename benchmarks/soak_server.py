@@ -1,14 +1,16 @@
-"""The refund desk as one worker of the soak fleet (`benchmarks/soak.py` starts two).
+"""The refund desk as one worker of the soak fleet (`benchmarks/soak.py` starts two, or three behind nginx).
 
 The desk's own resolvers and questions (examples/refund_desk/server.py),
 with two changes a fleet and a ledger need: single-use claims go to a
-SQLite replay store the workers share, and the refund body writes a row to
+replay store the workers share, and the refund body writes a row to
 a SQLite ledger, keyed by a `flow_id` the client passes, so "refunded once"
 is counted by the server and not inferred from what a client saw.
 
-Configured only through the environment (the soak driver sets all three):
-`MCP_RESOLVE_STATE_KEYS` (shared sealing keys), `SOAK_REPLAY_DB` and
-`SOAK_LEDGER_DB` (file paths). Served with `mcp-resolve run FILE --http`.
+Configured only through the environment (the soak driver sets them):
+`MCP_RESOLVE_STATE_KEYS` (shared sealing keys), `SOAK_LEDGER_DB` (a file
+path), and either `SOAK_REPLAY_DB` (a SQLite replay store the workers of
+the two-worker leg share) or `MCP_RESOLVE_REDIS_URL` (every store on Redis:
+the fleet leg). Served with `uvicorn soak_server:app` or `mcp-resolve run FILE --http`.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ ledger = Ledger(os.environ.get("SOAK_LEDGER_DB", "soak-ledger.sqlite3"))
 mcp = MCPServer(
     "Refund Desk",
     instructions=desk.mcp.instructions,
-    replay_store=SqliteReplayStore(os.environ.get("SOAK_REPLAY_DB", "soak-replay.sqlite3")),
+    replay_store=SqliteReplayStore(os.environ["SOAK_REPLAY_DB"]) if "SOAK_REPLAY_DB" in os.environ else None,
 )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "choose_keys_and_stores",
     "choose_stores",
     "process_local_stores",
+    "warn_local_claims",
 ]
 
 REDIS_URL_ENV = "MCP_RESOLVE_REDIS_URL"
@@ -58,6 +59,7 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
         _check_shared_stores(server, workers)
         return
     if not server.request_state_security.is_ephemeral:
+        warn_local_claims(server)
         return
     if workers > 1:
         raise RuntimeError(
@@ -166,7 +168,34 @@ def process_local_stores(server: MCPServer) -> list[str]:
 
 
 _warned_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+_warned_claims: weakref.WeakSet[Any] = weakref.WeakSet()
 fleet_logger = logging.getLogger("mcp_resolve.fleet")
+
+
+def warn_local_claims(server: MCPServer) -> None:
+    """Warn once when shared keys meet single-use claims kept in this process: the guard that cannot see.
+
+    `check_state_keys` refuses several workers started by one launcher, but
+    two processes started apart (or one restarted) that share the keys each
+    accept the same final requestState once, so a single_use tool can run
+    twice. Serving starts anyway (one process, restarts aside, is sound); the
+    operator is told which variable to set. Only names are logged, never keys.
+    """
+    if server.request_state_security.is_ephemeral or server in _warned_claims:
+        return
+    local = process_local_stores(server)
+    if not local:
+        return
+    _warned_claims.add(server)
+    fleet_logger.warning(
+        "requestState is sealed with shared keys (%s or request_state_security) but %s is in this process: "
+        "another process holding the same keys, or this one after a restart, would accept a final "
+        "requestState this one already took, so a single_use call could run twice. Set %s (every store "
+        "on Redis) or pass replay_store=SqliteReplayStore(path) shared by the processes of one host",
+        ENV_KEYS,
+        local[0],
+        REDIS_URL_ENV,
+    )
 
 
 def _check_shared_stores(server: MCPServer, workers: int) -> None:

@@ -17,6 +17,7 @@ directory, so nothing surprising is picked up from the working directory.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -195,6 +196,14 @@ class Settings(BaseSettings):
                 raise ValueError(f"key #{index} is under {MIN_SECRET_BYTES} bytes; {_GENERATE_HINT}")
         return value
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if value is None else redis_url_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
+
     def state_key_ring(self) -> list[str] | None:
         """The requestState keys, newest first (None: not configured, so keys are per process)."""
         if self.state_keys is None:
@@ -216,6 +225,33 @@ class Settings(BaseSettings):
             f"state_keys={f'{len(keys)} set' if keys else 'unset'} "
             f"redis_url={'set' if self.redis_url is not None else 'unset'}"
         )
+
+
+def redis_url_problem(url: str) -> str | None:
+    """What is wrong with a Redis URL, without repeating it (it may carry a password); None if nothing.
+
+    Checked with the other settings, so `localhost:6379` (no scheme) stops the
+    server at start with one line, not at its first use of Redis with a traceback.
+    """
+    shape = "as in redis://HOST:6379/0"
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "holds spaces or control characters"
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return f"does not parse as a URL with a host and a port from 1 to 65535, {shape}"
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        return f"must start with redis://, rediss:// or unix://, {shape}"
+    if parts.scheme == "unix":
+        return None if parts.path not in ("", "/") else "names no socket path, as in unix:///run/redis.sock"
+    if not parts.hostname:
+        return f"names no host, {shape}"
+    if port == 0:
+        return "has port 0; a port is from 1 to 65535"
+    if parts.path not in ("", "/") and not (parts.path[1:].isascii() and parts.path[1:].isdigit()):
+        return f"has a path that is not a database number, {shape}"
+    return None
 
 
 def variable(field: str) -> str:

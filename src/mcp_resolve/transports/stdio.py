@@ -109,6 +109,9 @@ async def serve_stdio(
             settings = load_settings(log_level=log_level)
             configure_logging(settings.log_level)
             logger.debug("settings: %s", settings.described())
+        from ..deployment import warn_local_claims
+
+        warn_local_claims(server)  # shared keys, claims in this process: the one start-up warning
         with _claim_stdout() as protocol:
             await serve_stdio(server, stdin, protocol)
         return
