@@ -80,6 +80,15 @@ def saved_files(page: Path) -> dict[str, str]:
 DOCS_PAGES = sorted((ROOT / "docs").glob("*.md"))
 
 
+def test_a_file_saved_on_several_pages_is_the_same_file() -> None:
+    """A reader may save refund_desk.py from any page that shows it: it must be one file."""
+    first: dict[str, tuple[str, str]] = {}
+    for page in DOCS_PAGES:
+        for name, code in saved_files(page).items():
+            seen = first.setdefault(name, (page_id(page), code))
+            assert seen[1] == code, f"{page_id(page)} saves a different {name} from {seen[0]}"
+
+
 @pytest.mark.parametrize("page", DOCS_PAGES, ids=page_id)
 def test_docs_run_from_the_installed_package_not_a_checkout(page: Path) -> None:
     for language, code, line in blocks(page):
