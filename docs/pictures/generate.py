@@ -98,7 +98,7 @@ def fleet() -> str:
     nginx = (DEPLOY / "nginx.conf").read_text()
     compose = (DEPLOY / "compose.yaml").read_text()
     upstream = re.search(r"upstream\s+\w+\s*\{(.*?)\}", nginx, re.DOTALL)
-    listen = re.search(r"^\s*listen\s+(\d+);", nginx, re.MULTILINE)
+    listen = re.search(r"^\s*listen\s+(?:\S*:)?(\d+)\b", nginx, re.MULTILINE)
     redis = re.search(r"MCP_RESOLVE_REDIS_URL:\s*redis://([\w.-]+):(\d+)", compose)
     if upstream is None or listen is None or redis is None:
         raise SystemExit("docs/deploy/: no upstream, listen port or MCP_RESOLVE_REDIS_URL found")
