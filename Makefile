@@ -7,9 +7,9 @@ DEMO_STAMP := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
 CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
-SYSTEM_PACKAGES := redis-server nginx-light
+SYSTEM_PACKAGES := redis-server nginx-light graphviz
 
-.PHONY: venv install install-test test lint typecheck docs pytest demo conformance bench soak clean
+.PHONY: venv install install-test test lint typecheck docs pictures pytest demo conformance bench soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,12 +32,14 @@ $(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLIENTS_NODE_STAMP)
 
-# The real Redis and nginx the fleet tests start (Debian's packages), installed where missing: from the
-# package lists the machine has, else after refreshing them. As root, or through sudo.
+# The real Redis and nginx the fleet tests start, and Graphviz for `make pictures` (Debian's packages),
+# installed where missing: from the package lists the machine has, else after refreshing them. As
+# root, or through sudo.
 $(SYSTEM_STAMP): | $(PY)
-	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; }; then \
+	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; } \
+	  || ! command -v dot >/dev/null 2>&1; then \
 	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
-	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet tests"; \
+	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet tests and the pictures"; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
 	  || { $$SUDO apt-get update -q; $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES); }; \
 	fi
@@ -58,7 +60,7 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/refund_desk/client.py --auth
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples benchmarks
+	$(VENV)/bin/ruff check src tests examples benchmarks docs/pictures
 	$(VENV)/bin/ruff format --check src
 
 # Also as Python 3.10, the oldest we support (requires-python), so a 3.11-only import fails here.
@@ -71,6 +73,11 @@ typecheck: $(STAMP)
 # hides the warnings --strict counts, and the build passes).
 docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
+
+# The pictures in docs/pictures/, made again from the code and drawn with Graphviz's dot; commit
+# what changes (tests/test_docs_pictures.py fails while a committed picture is stale).
+pictures: $(STAMP) $(SYSTEM_STAMP)
+	$(PY) docs/pictures/generate.py
 
 pytest: $(STAMP) $(CLIENTS_NODE_STAMP) $(SYSTEM_STAMP)
 	$(VENV)/bin/pytest -q

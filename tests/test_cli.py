@@ -174,6 +174,52 @@ def test_graph_mermaid_draws_the_same_edges() -> None:
     assert out.count("-->") == 10
 
 
+def test_graph_dot_draws_the_same_graph_for_graphviz() -> None:
+    done = cli("graph", str(REFUND_DESK), "--format", "dot")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("digraph resolvers {\n") and out.endswith("}\n")
+    assert '    label="tool refund_order";' in out
+    assert (
+        '    c0_r2 [label="refund_scope\\nasks the person: Elicit[Scope]", shape=hexagon, style=""];' in out
+    )
+    assert '    c0_r1 [label="load_order"];' in out
+    assert '    c0_a_order_id [label="order_id", shape=ellipse, style=""];' in out
+    edges = [line.strip() for line in out.splitlines() if " -> " in line]
+    assert edges == [
+        'c0_ctx -> c0_r0 [label="ctx"];',
+        'c0_a_order_id -> c0_r1 [label="order_id"];',
+        'c0_r0 -> c0_r1 [label="customer"];',
+        'c0_r1 -> c0_r2 [label="order"];',
+        'c0_r1 -> c0_r3 [label="order"];',
+        'c0_r2 -> c0_r3 [label="scope"];',
+        'c0_r1 -> c0_r4 [label="order"];',
+        'c0_r2 -> c0_r4 [label="scope"];',
+        'c0_r3 -> c0_body [label="cents"];',
+        'c0_r4 -> c0_body [label="restock (full outcome)"];',
+    ]
+
+
+def test_graph_dot_escapes_what_a_label_may_hold(tmp_path: Path) -> None:
+    from mcp_resolve.cli import graph_dot, load_server
+
+    server = write(
+        tmp_path,
+        "quoted.py",
+        """
+        from mcp_resolve import MCPServer
+
+        mcp = MCPServer("Quoted")
+
+        @mcp.resource('notes://"a"\\\\b')
+        def note() -> str:
+            return "x"
+        """,
+    )
+    (component,) = load_server(str(server)).components()
+    assert 'label="resource notes://\\"a\\"\\\\b";' in graph_dot([component])
+
+
 def test_graph_shows_sampling_roots_context_and_prompts(tmp_path: Path) -> None:
     done = cli("graph", str(write(tmp_path, "asker.py", ASKS_EVERYTHING)))
     assert done.returncode == 0, done.stderr

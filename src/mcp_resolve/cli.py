@@ -32,7 +32,7 @@ from .server import MCPServer
 from .settings import InvalidSetting
 from .tools import Tool
 
-__all__ = ["CLIError", "graph_mermaid", "graph_text", "load_server", "main", "worker_app"]
+__all__ = ["CLIError", "graph_dot", "graph_mermaid", "graph_text", "load_server", "main", "worker_app"]
 
 Component = Tool | Prompt | Resource | ResourceTemplate
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -283,6 +283,56 @@ def graph_mermaid(components: Sequence[Component]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _dot_text(text: str) -> str:
+    """A DOT string literal's contents: quotes and backslashes escaped, a newline as a centred line break."""
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def graph_dot(components: Sequence[Component]) -> str:
+    """A Graphviz digraph, the same nodes and edges as `graph_mermaid`: `dot -Tsvg` draws it.
+
+    One cluster per component; hexagons ask questions, ellipses are inputs (tool
+    arguments and the Context), the double box is the body the graph fills.
+    """
+    out = [
+        "digraph resolvers {",
+        "  rankdir=LR;",
+        '  graph [fontname="Helvetica", fontsize=12];',
+        '  node [fontname="Helvetica", fontsize=11, shape=box, style=rounded];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    for index, component in enumerate(components):
+        plans = component.signature.plans()
+        names = _resolver_names(plans)
+        prefix = f"c{index}"
+        out.append(f"  subgraph cluster_{prefix} {{")
+        out.append(f'    label="{_dot_text(_label(component))}";')
+        out.append(
+            f'    {prefix}_body [label="{_dot_text(_key(component))}", shape=box, style="", peripheries=2];'
+        )
+        ids: dict[Node, str] = {("body", None): f"{prefix}_body"}
+        for plan in sorted(plans.values(), key=lambda p: p.order):
+            node = ids[("resolver", plan.key)] = f"{prefix}_r{plan.order}"
+            notes = [note for note in (question_of(plan.fn), _carried_note(plan)) if note]
+            label = _dot_text("\n".join([names[plan.key], *notes]))
+            shape = ', shape=hexagon, style=""' if question_of(plan.fn) else ""
+            out.append(f'    {node} [label="{label}"{shape}];')
+        edges = _edges(component, plans)
+        for source, _target, _param in edges:
+            if source not in ids:
+                kind, ref = source
+                ids[source] = f"{prefix}_ctx" if kind == "context" else f"{prefix}_a_{ref}"
+                text = "Context" if kind == "context" else str(ref)
+                out.append(f'    {ids[source]} [label="{_dot_text(text)}", shape=ellipse, style=""];')
+        out.extend(
+            f'    {ids[source]} -> {ids[target]} [label="{_dot_text(param)}"];'
+            for source, target, param in edges
+        )
+        out.append("  }")
+    out.append("}")
+    return "\n".join(out) + "\n"
+
+
 # -- run and dev -----------------------------------------------------------------------------
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
     from .logs import configure_logging
@@ -432,7 +482,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph = commands.add_parser("graph", help="print each tool's resolver graph")
     graph.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
     graph.add_argument("--tool", metavar="NAME", help="only this tool (or prompt, or resource URI)")
-    graph.add_argument("--format", choices=("text", "mermaid"), default="text")
+    graph.add_argument(
+        "--format",
+        choices=("text", "mermaid", "dot"),
+        default="text",
+        help="text (default), mermaid (a Mermaid flowchart) or dot (Graphviz: pipe it to `dot -Tsvg`)",
+    )
 
     dev = commands.add_parser("dev", help="open the server in the MCP Inspector (needs Node.js)")
     dev.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
@@ -448,7 +503,8 @@ def _graph(server: MCPServer, args: argparse.Namespace) -> str:
             raise CLIError(f"{server.name} has no tool {args.tool!r} (it has: {names})")
     else:
         chosen = [c for c in everything if isinstance(c, Tool) or c.signature.plans()]
-    return graph_mermaid(chosen) if args.format == "mermaid" else graph_text(chosen)
+    draw = {"mermaid": graph_mermaid, "dot": graph_dot}.get(args.format, graph_text)
+    return draw(chosen)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

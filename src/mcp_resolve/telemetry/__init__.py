@@ -35,7 +35,9 @@ What is recorded, and why it is shaped so (docs/observability.md has the list):
   under it as under a direct call's request span.
 * Argument values, answers, error messages and exception texts are never
   recorded: they carry what the person typed or what a tool was called with.
-  `record_arguments` opts named tools in to `gen_ai.tool.call.arguments`.
+  `record_arguments` opts named tools in to `gen_ai.tool.call.arguments`,
+  and `record_questions` a server in to what its questions say
+  (`mcp_resolve.question.text`).
   Session ids are recorded as a digest, since on an open server the id
   itself is all it takes to speak in the session.
 * Every value that comes from the client is bounded before it goes near a

@@ -35,6 +35,7 @@ RESOLVER_OUTCOME = "mcp_resolve.resolver.outcome"
 QUESTION_KIND = "mcp_resolve.question.kind"
 QUESTION_KEY = "mcp_resolve.question.key"
 QUESTION_OUTCOME = "mcp_resolve.question.outcome"
+QUESTION_TEXT = "mcp_resolve.question.text"
 REJECTION_REASON = "mcp_resolve.rejection.reason"
 TASK_ID = "mcp_resolve.task.id"
 TASK_REFUSAL_REASON = "mcp_resolve.task.refusal.reason"
@@ -44,7 +45,7 @@ OTHER = "_OTHER"
 """The conventions' stand-in for a value outside the known set (a method, a question's kind, an id)."""
 KNOWN_VERSIONS = frozenset((*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS))
 """Protocol versions recorded as metric attributes; any other is only clipped onto the span."""
-MAX_ID, MAX_NAME, MAX_URI, MAX_ARGUMENTS = 128, 128, 256, 4096
+MAX_ID, MAX_NAME, MAX_URI, MAX_ARGUMENTS, MAX_QUESTION_TEXT = 128, 128, 256, 4096, 4096
 _MAX_TASK_ID = 128
 
 
@@ -82,3 +83,27 @@ def error_type(exc: BaseException) -> str:
     if isinstance(code, int) and not isinstance(code, bool):
         return str(code)  # an MCPError: its JSON-RPC code, as the conventions ask
     return type(exc).__qualname__
+
+
+def question_text(question: Any) -> str | None:
+    """What a question says to the person or the model: an elicitation's message, a sampling request's texts.
+
+    Recorded only when the author opted in (`instrument(record_questions=True)`):
+    the server wrote these words, but they often quote what the call is about
+    (an order, a name, an amount). Roots requests say nothing; None then.
+    """
+    params = question.get("params") if isinstance(question, dict) else None
+    if not isinstance(params, dict):
+        return None
+    if question.get("method") == "elicitation/create":
+        message = params.get("message")
+        return clip(message, MAX_QUESTION_TEXT) if isinstance(message, str) else None
+    if question.get("method") != "sampling/createMessage":
+        return None
+    texts = [params["systemPrompt"]] if isinstance(params.get("systemPrompt"), str) else []
+    for message in params.get("messages") or ():
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else [content]:
+            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    return clip("\n".join(texts), MAX_QUESTION_TEXT) if texts else None

@@ -49,6 +49,7 @@ def instrument(
     tracer_provider: TracerProvider | None = None,
     meter_provider: MeterProvider | None = None,
     record_arguments: Iterable[str] = (),
+    record_questions: bool = False,
 ) -> Telemetry:
     """Trace and measure every request `server` serves, on every transport and both eras.
 
@@ -57,12 +58,16 @@ def instrument(
     so the SDK may be configured before or after this call. `record_arguments`
     names the tools whose call arguments are recorded
     (`gen_ai.tool.call.arguments`); for every other tool they never are.
+    `record_questions=True` records what each question says on its span
+    (`mcp_resolve.question.text`: the `Elicit` message, the `Sample` prompt);
+    off by default, since that wording often quotes personal data.
     """
     telemetry = Telemetry(
         server,
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         record_arguments=record_arguments,
+        record_questions=record_questions,
     )
     server.telemetry = telemetry
     return telemetry
@@ -83,6 +88,7 @@ class Telemetry:
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
         record_arguments: Iterable[str] = (),
+        record_questions: bool = False,
     ) -> None:
         from .. import __version__
 
@@ -90,6 +96,7 @@ class Telemetry:
             raise TypeError("record_arguments takes tool names, e.g. ['refund_order']")
         self._server = weakref.ref(server)
         self.record_arguments = frozenset(record_arguments)
+        self.record_questions = bool(record_questions)
         self.methods = frozenset(getattr(server, "_handlers", ())) | _PROTOCOL_METHODS
         self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(INSTRUMENTATION_NAME, __version__, meter_provider=meter_provider)

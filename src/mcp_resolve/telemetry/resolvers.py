@@ -7,7 +7,9 @@ client (its `_meta` then carries the span) and lasts as long as the person
 takes; INTERNAL on 2026-07-28, where it marks the question going out in an
 `input_required` round ("pending") or its answer coming back. An answer the
 requestState recorded in an earlier round was counted then, and is not again.
-Neither span records an answer, an argument or an exception's text.
+Neither span records an answer, an argument or an exception's text; a question's
+own wording (the Elicit message, the Sample prompt) only when the author opted
+in with `instrument(record_questions=True)`.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from .attributes import (
     QUESTION_KEY,
     QUESTION_KIND,
     QUESTION_OUTCOME,
+    QUESTION_TEXT,
     RESOLVER_ASKED,
     RESOLVER_NAME,
     RESOLVER_OUTCOME,
     error_type,
+    question_text,
 )
 from .propagation import question_with_context
 
@@ -116,10 +120,13 @@ class WatchedQuestioner:
         method = question.get("method")
         kind = _QUESTION_KINDS.get(method, OTHER) if isinstance(method, str) else OTHER
         name = method if isinstance(method, str) and kind != OTHER else OTHER
+        attributes: dict[str, Any] = {METHOD: name, QUESTION_KIND: kind, QUESTION_KEY: wire_key}
+        if self._telemetry.record_questions:
+            text = question_text(question)
+            if text is not None:
+                attributes[QUESTION_TEXT] = text
         span = self._telemetry.tracer.start_span(
-            name,
-            kind=SpanKind.CLIENT if self._live else SpanKind.INTERNAL,
-            attributes={METHOD: name, QUESTION_KIND: kind, QUESTION_KEY: wire_key},
+            name, kind=SpanKind.CLIENT if self._live else SpanKind.INTERNAL, attributes=attributes
         )
         token = otel_context.attach(trace.set_span_in_context(span))
         outcome = "error"
