@@ -54,6 +54,8 @@ class TestIssuer:
         self.opaque: dict[str, dict[str, Any]] = {}
         """Opaque token -> its introspection answer (minus `active`, which is whether it is here)."""
         self.introspections = 0
+        self.introspection_ports: list[int] = []
+        """The client port of each introspection request: one port, one connection (reused or not)."""
         self.user = "alice"
         """Who approves at the authorization endpoint."""
         self._codes: dict[str, dict[str, Any]] = {}
@@ -179,6 +181,7 @@ class TestIssuer:
 
     async def _introspect(self, request: Request) -> Response:
         self.introspections += 1
+        self.introspection_ports.append(request.client.port if request.client else 0)
         expected = base64.b64encode(":".join(INTROSPECTION_CLIENT).encode()).decode()
         if request.headers.get("authorization") != f"Basic {expected}":
             return JSONResponse({"error": "invalid_client"}, status_code=401)

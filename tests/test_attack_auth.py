@@ -12,8 +12,9 @@ fetches (metadata, token endpoint) get the same deadline.
 
 Then the tokens themselves: audiences that only look like this server's
 (a user name, a fragment, a tab, a port that is not one) are refused by
-both verifiers and the bearer check, and `exp`, `nbf` and `iat` go by one
-clock-skew rule everywhere, the refund desk's `--auth` included.
+both verifiers and the bearer check (and by the client, as the resource a
+server's metadata names), and `exp`, `nbf` and `iat` go by one clock-skew
+rule everywhere, the refund desk's `--auth` included.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from conftest import EXAMPLES, load_module
 from mcp_resolve import MCPServer
 from mcp_resolve.auth import AccessToken, AuthSettings, IntrospectionVerifier, JWTVerifier
 from mcp_resolve.auth.tokens import DEFAULT_LEEWAY_S, lifetime_refusal, matching_audience, same_resource
-from mcp_resolve.client.auth.discovery import discover_authorization_server
+from mcp_resolve.client.auth.browser import HeadlessBrowser
+from mcp_resolve.client.auth.discovery import discover_authorization_server, resource_covers
 from mcp_resolve.client.auth.errors import AuthorizationError
 from mcp_resolve.client.auth.registration import Registration
 from mcp_resolve.client.auth.token_endpoint import secret_auth, token_request
@@ -187,14 +189,35 @@ async def test_the_clients_fetches_from_an_authorization_server_have_one_deadlin
     with TrickleServer(lambda *_: {}) as server:
         server.mode = "trickle"
         async with httpx.AsyncClient(timeout=DEADLINE) as http:
-            with anyio.fail_after(2 * DEADLINE + MARGIN):  # two well-known URLs, each cut at the deadline
-                with pytest.raises(AuthorizationError):
-                    await discover_authorization_server(http, server.base)
+            with anyio.fail_after(DEADLINE + MARGIN), pytest.raises(AuthorizationError) as caught:
+                await discover_authorization_server(http, server.base)
+            # cut at the deadline, and said so: no answer is not "no metadata here", so no next URL
+            assert caught.value.error == "network_error"
+            assert caught.value.description == (
+                f"could not reach {server.base}/.well-known/oauth-authorization-server: "
+                f"no complete answer within {DEADLINE:g} s"
+            )
             metadata = {"token_endpoint": f"{server.base}/token"}
             auth = secret_auth(Registration("c"))
             with anyio.fail_after(DEADLINE + MARGIN), pytest.raises(httpx.TimeoutException):
                 await token_request(http, metadata, server.base, "client_credentials", {}, auth)
-    assert server.connections == 3
+    assert server.connections == 2
+
+
+async def test_the_headless_browser_has_the_same_deadline() -> None:
+    """Its visit to an authorization server that sends a redirect's headers a byte at a time is cut at the
+    deadline; a page trickled after its headers is never waited for (a browser step needs no body)."""
+    with TrickleServer(lambda *_: {}) as server:
+        server.byte_every_s = 0.3  # well inside the per-read timeout
+        browser = HeadlessBrowser(http_client=lambda: httpx.AsyncClient(timeout=DEADLINE))
+        server.mode = "trickle_head"
+        with anyio.fail_after(DEADLINE + MARGIN), pytest.raises(httpx.TimeoutException):
+            await browser(f"{server.base}/authorize")
+        server.mode = "trickle"
+        with anyio.fail_after(MARGIN), pytest.raises(AuthorizationError) as caught:
+            await browser(f"{server.base}/authorize")
+        assert caught.value.error == "interaction_required"
+    assert server.connections == 2
 
 
 # -- audiences that only look like this server ----------------------------------------------------
@@ -236,10 +259,13 @@ SAME_RESOURCE = [
 
 
 def test_only_spellings_of_this_resource_match() -> None:
+    """On both sides: the server's audience check and the client's check of resource metadata."""
     for spelling in SAME_RESOURCE:
         assert same_resource(spelling, RESOURCE), spelling
+        assert resource_covers(spelling, RESOURCE), spelling
     for hostile in HOSTILE_AUDIENCES:
         assert not same_resource(hostile, RESOURCE), hostile
+        assert not resource_covers(hostile, RESOURCE), hostile
         assert matching_audience([hostile, "https://other.example"], [RESOURCE]) == (None, True), hostile
     assert not same_resource(RESOURCE, "https://user@desk.example.com/mcp")  # nor as the configured side
     assert same_resource("api://default", "api://default") and not same_resource(
@@ -260,6 +286,7 @@ def test_any_userinfo_or_fragment_never_matches(userinfo: str, fragment: str, wh
     spelled = f"{scheme}://{userinfo}@{rest}" if where != "fragment" else RESOURCE
     spelled = f"{spelled}#{fragment}" if where != "userinfo" else spelled
     assert not same_resource(spelled, RESOURCE)
+    assert not resource_covers(spelled, RESOURCE)
 
 
 async def test_hostile_audiences_are_refused_by_both_verifiers_and_over_http(keys: Keys) -> None:

@@ -180,3 +180,24 @@ async def test_an_introspecting_server_end_to_end(issuer: TestIssuer) -> None:
         del issuer.opaque[inactive]
         refused = await http.post(url, json=body, headers={**headers, "authorization": f"Bearer {inactive}"})
         assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["www-authenticate"]
+
+
+@pytest.mark.slow
+async def test_requests_share_one_connection_until_the_server_stops(issuer: TestIssuer) -> None:
+    """Without an `http_client`, the verifier keeps one client: one TCP (and TLS) handshake, not one per
+    token. A protected server closes it when its lifespan ends; the verifier then opens a new one."""
+    verifier = verifier_for(issuer)
+    mcp = MCPServer(
+        "introspecting",
+        token_verifier=verifier,
+        auth=AuthSettings(issuer_url=issuer.base, resource_server_url=AUDIENCE),
+    )
+    async with mcp.running():
+        for _ in range(4):
+            assert await verifier.verify_token(issuer.opaque_token(AUDIENCE)) is not None
+    assert issuer.introspections == 4
+    assert len(set(issuer.introspection_ports)) == 1  # one connection, kept alive between tokens
+    assert await verifier.verify_token(issuer.opaque_token(AUDIENCE)) is not None
+    assert issuer.introspection_ports[-1] != issuer.introspection_ports[0]  # closed with the lifespan
+    await verifier.aclose()
+    await verifier.aclose()  # twice, or with nothing open: nothing to do

@@ -7,7 +7,10 @@ provider sees it, or after it has answered (the answer is lost, and the single-u
 or the browser's first visit to the authorization endpoint. The person must be sent to the browser
 once, the failure must surface as an `AuthorizationError` or be recovered from, and the Client must
 never settle on the handshake era (2025-11-25) with a server that speaks 2026-07-28 because sign-in
-failed. A step-up the provider will not grant is asked for once, not `max_step_ups` times.
+failed. A metadata fetch that got no answer (the provider's, or the MCP server's own, behind a
+proxy too) is a `network_error` naming the URL, never a reason to try the next URL or to take the
+MCP server's origin for its authorization server. A step-up the provider will not grant is asked
+for once, not `max_step_ups` times.
 """
 
 from __future__ import annotations
@@ -171,6 +174,77 @@ async def test_a_registration_that_got_no_answer_is_an_authorization_error() -> 
         async with Client(url, auth=oauth) as client:
             assert client.protocol_version == MODERN
         assert person.visits == 1
+
+
+async def test_an_authorization_server_metadata_fetch_that_got_no_answer_is_a_network_error() -> None:
+    """The connection for the provider's metadata drops: a `network_error` naming the URL, at once.
+
+    Not "no metadata here, try the next URL" (had the next one dropped too, the person would have been
+    told the provider publishes no metadata: `metadata_not_found`).
+    """
+    async with deployment() as (url, proxy):
+        first, second = "/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"
+        proxy.drop_next("GET", first, "before")
+        proxy.drop_next("GET", second, "before")
+        person = Person()
+        oauth = person.oauth()
+        with pytest.raises(AuthorizationError) as caught:
+            async with Client(url, auth=oauth):
+                pass
+        assert caught.value.error == "network_error"
+        assert caught.value.description.startswith(f"could not reach {proxy.url}{first}: RemoteProtocolError")
+        assert person.visits == 0
+        assert proxy.seen == [("GET", first)]  # no answer is not "not here": the next URL is not tried
+
+        async with Client(url, auth=oauth) as client:
+            assert client.protocol_version == MODERN
+            assert await whoami(client) == f"alice with {READ}"
+        assert person.visits == 1
+
+
+@asynccontextmanager
+async def behind_a_proxy() -> AsyncIterator[tuple[str, DroppingProxy]]:
+    """The MCP server behind a dropping proxy (its public URL, and the resource), oidc-provider as is."""
+    proxy = DroppingProxy()
+    async with proxy.serving() as front:
+        resource = f"{front}/mcp"
+        async with (
+            oidc_provider(resource) as (issuer, _port),
+            serve_at_known_url(
+                lambda _base: protected_server(resource, issuer).streamable_http_app()
+            ) as base,
+        ):
+            proxy.upstream_port = int(base.rsplit(":", 1)[1])
+            yield resource, proxy
+
+
+async def test_resource_metadata_that_got_no_answer_is_no_reason_to_fall_back() -> None:
+    """The fallback for a server without metadata (its origin is the issuer) follows a 404, not a dropped
+    connection: otherwise whoever can cut a connection chooses where the person signs in."""
+    async with behind_a_proxy() as (url, proxy):
+        document = "/.well-known/oauth-protected-resource/mcp"  # the challenge's URL, and the well-known one
+        # Each place the metadata may be drops a connection (the URL above counts twice: once as the
+        # challenge's, once as the well-known one). Before, the client moved on through all three, then
+        # asked the MCP server's origin for authorization server metadata.
+        for path in (document, document, "/.well-known/oauth-protected-resource"):
+            proxy.drop_next("GET", path, "before")
+        for attempt in (1, 2):  # two logins, each meeting one dropped connection and stopping there
+            person = Person()
+            oauth = person.oauth()
+            with pytest.raises(AuthorizationError) as caught:
+                async with Client(url, auth=oauth):
+                    pass
+            assert caught.value.error == "network_error"
+            assert caught.value.description.startswith(f"could not reach {proxy.url}{document}: ")
+            assert person.visits == 0
+            # nothing more, and nothing asked of the MCP server's origin as if it were an issuer
+            assert proxy.seen == [("POST", "/mcp"), ("GET", document)] * attempt
+
+        async with Client(url, auth=oauth) as client:
+            assert client.protocol_version == MODERN
+            assert await whoami(client) == f"alice with {READ}"
+        assert person.visits == 1
+        assert {path for _, path in proxy.seen if path.startswith("/.well-known/")} == {document}
 
 
 async def test_a_step_up_the_provider_will_not_grant_is_asked_for_once() -> None:

@@ -169,10 +169,28 @@ async def test_metadata_for_another_resource_is_refused_before_the_authorization
         (f"{MCP}?x=1", False),
         (f"{MCP}#f", False),
         ("not a url", False),
+        # what the server refuses as an audience, the client refuses as a resource (one rule)
+        ("http://user@127.0.0.1:9/mcp", False),
+        ("http://user:pw@127.0.0.1:9/mcp", False),
+        ("http://@127.0.0.1:9/", False),
+        ("http://evil.example@127.0.0.1:9/mcp", False),
+        (f"{MCP}#", False),
+        ("http://127.0.0.1:09/mcp", False),
+        ("http://127.0.0.1:9/m\tcp", False),
+        (f"{MCP}\n", False),
+        (f" {MCP}", False),
     ],
 )
 def test_which_resources_cover_the_endpoint(resource: str, ok: bool) -> None:
     assert resource_covers(resource, MCP) is ok
+
+
+async def test_metadata_for_this_resource_with_a_user_name_is_refused() -> None:
+    """A `resource` that names this endpoint with a user name in front is not this endpoint's."""
+    evil = Evil()
+    evil.prm["resource"] = "http://someone@127.0.0.1:9/mcp"
+    await refused(evil, "resource_mismatch")
+    assert "metadata" not in evil.hits and not evil.authorizations
 
 
 async def test_a_plain_http_authorization_server_elsewhere_is_never_contacted() -> None:

@@ -44,6 +44,17 @@ async def running(server: MCPServer) -> AsyncIterator[MCPServer]:
         if server._lifespan_users == 0 and server.redis is not None:
             with anyio.CancelScope(shield=True):  # this loop's Redis sockets close with it
                 await server.redis.aclose()
+        if server._lifespan_users == 0 and server.token_verifier is not None:
+            await _close_verifier(server.token_verifier)
+
+
+async def _close_verifier(verifier: Any) -> None:
+    """Close the HTTP client our introspecting verifier keeps (it opens a new one if used again)."""
+    from .auth.introspection import IntrospectionVerifier
+
+    if isinstance(verifier, IntrospectionVerifier):
+        with anyio.CancelScope(shield=True):
+            await verifier.aclose()
 
 
 def serve(

@@ -9,6 +9,8 @@ the next connections:
 - `"good"`: `answer(method, path, body)` as a JSON 200;
 - `"trickle"`: a 200 with no length, then the start of a JSON document one
   byte every `byte_every_s` seconds, for as long as the server runs;
+- `"trickle_head"`: the status line of a redirect, then its headers one
+  byte every `byte_every_s` seconds, never finished;
 - `"stall"`: the request is read and nothing is ever sent.
 
 Plain threads and sockets, so its slowness is the network's and not an
@@ -88,15 +90,20 @@ class TrickleServer:
                     conn.sendall(
                         b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n"
                     )
-                    document = b'{"keys": [' + b" " * 1_000_000
-                    for index in range(len(document)):
-                        if self._stop.wait(self.byte_every_s if index else 0):
-                            return
-                        conn.sendall(document[index : index + 1])
+                    self._trickle(conn, b'{"keys": [' + b" " * 1_000_000)
+                elif mode == "trickle_head":
+                    conn.sendall(b"HTTP/1.1 302 Found\r\n")
+                    self._trickle(conn, b"location: /elsewhere\r\nx-padding: " + b"." * 1_000_000)
                 else:  # stall
                     self._stop.wait()
             except OSError:
                 return  # the client gave up and closed: what a deadline is for
+
+    def _trickle(self, conn: socket.socket, data: bytes) -> None:
+        for index in range(len(data)):
+            if self._stop.wait(self.byte_every_s if index else 0):
+                return
+            conn.sendall(data[index : index + 1])
 
 
 def _read_request(conn: socket.socket) -> tuple[str, str, bytes]:

@@ -8,6 +8,12 @@ is how long a revocation can take to be seen here (set 0 to ask every time).
 An unreachable endpoint, or one that has not answered in full within
 `timeout_s` (one deadline for the whole exchange), refuses the token (fail
 closed) and caches nothing.
+
+Without an `http_client`, the verifier keeps one HTTP client of its own,
+opened on the first request, so requests reuse its connections instead of
+paying a TCP and TLS handshake each; `timeout_s` bounds each request through
+it as a whole all the same. A protected `MCPServer` closes it (`aclose()`)
+when its lifespan ends, and the next request opens a new one.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
+from anyio.lowlevel import EventLoopToken, current_token
 
 from .fetch import Unreachable, fetch_json
 from .tokens import (
@@ -90,9 +97,31 @@ class IntrospectionVerifier:
         self.leeway_s = check_leeway(leeway_s)
         self.timeout_s = timeout_s
         self.http_client = http_client
+        self._own: tuple[EventLoopToken, httpx.AsyncClient] | None = None
+        """The verifier's own client and the event loop it belongs to (httpx clients are per loop)."""
         self._cache: OrderedDict[bytes, tuple[AccessToken | None, float]] = OrderedDict()
         self.requests = 0
         """Introspection requests sent so far (for operators and tests: the cache at work)."""
+
+    def _client(self) -> httpx.AsyncClient:
+        """The `http_client` given, else the verifier's own, opened now if it has none on this loop."""
+        if self.http_client is not None:
+            return self.http_client
+        loop = current_token()
+        if self._own is None or self._own[0] != loop or self._own[1].is_closed:
+            # A client left from another (most likely ended) loop is dropped: its sockets went with it.
+            self._own = (loop, httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=False))
+        return self._own[1]
+
+    async def aclose(self) -> None:
+        """Close the verifier's own HTTP client (never a given `http_client`); the verifier stays usable.
+
+        The next request opens a new client. A protected `MCPServer` calls
+        this when its lifespan ends.
+        """
+        own, self._own = self._own, None
+        if own is not None and own[0] == current_token():
+            await own[1].aclose()
 
     def bind_auth_settings(self, settings: AuthSettings) -> None:
         """Take the protected server's resource URL and issuer where none were given (MCPServer calls this)."""
@@ -140,7 +169,7 @@ class IntrospectionVerifier:
     async def _introspect(self, token: str, now: float) -> AccessToken:
         self.requests += 1
         answer = await fetch_json(
-            self.http_client,
+            self._client(),
             "POST",
             self.endpoint,
             limit=INTROSPECTION_LIMIT,

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._resource_urls import canonical_url, is_web_url
+
 __all__ = [
     "DEFAULT_LEEWAY_S",
     "AccessToken",
@@ -230,50 +232,6 @@ def lifetime_refusal(
     return None
 
 
-_PRINTABLE_URL = re.compile(r"[!-~]+")
-"""Printable ASCII without spaces: `urlsplit` silently drops tabs and newlines, so they are refused first."""
-_HOST = re.compile(r"[a-z0-9._-]+|\[[0-9a-f:.]+\]")
-_PORT = re.compile(r":(?:[1-9][0-9]{0,4})?")
-
-
-def _is_web_url(value: str) -> bool:
-    return value[:8].lower().startswith(("https://", "http://"))
-
-
-def _canonical(url: str) -> tuple[str, str, int | None, str] | None:
-    """(scheme, host, port, path and query) of an http(s) URL, or None for one that cannot name a resource.
-
-    Case of scheme and host, a default port, an empty port and a trailing
-    slash do not matter (RFC 3986 §6.2.3). Anything else is compared as
-    written; a user name or password, a fragment, a backslash, whitespace,
-    a malformed host or port never name a resource (RFC 8707 §2), so they
-    match nothing.
-    """
-    if not isinstance(url, str) or not _PRINTABLE_URL.fullmatch(url) or "#" in url or "\\" in url:
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    scheme, netloc = parts.scheme.lower(), parts.netloc.lower()
-    if scheme not in ("https", "http") or "@" in netloc:
-        return None
-    if netloc.startswith("["):
-        end = netloc.find("]") + 1
-        host, port_text = netloc[:end], netloc[end:]
-    else:
-        host, colon, rest = netloc.partition(":")
-        port_text = colon + rest
-    if not _HOST.fullmatch(host) or (port_text and not _PORT.fullmatch(port_text)):
-        return None
-    port = int(port_text[1:]) if len(port_text) > 1 else None
-    if port is not None and port > 65535:
-        return None
-    if port == {"https": 443, "http": 80}[scheme]:
-        port = None
-    return scheme, host, port, parts.path.rstrip("/") + (f"?{parts.query}" if parts.query else "")
-
-
 def matching_audience(aud: Any, mine: Sequence[str]) -> tuple[str | None, bool]:
     """(the `aud` entry naming one of `mine`, or None; whether `aud` named any audience at all).
 
@@ -290,15 +248,16 @@ def matching_audience(aud: Any, mine: Sequence[str]) -> tuple[str | None, bool]:
 def same_resource(theirs: str, mine: str) -> bool:
     """Whether the resource URI a token names (`theirs`) is this server's (`mine`), by RFC 8707.
 
-    Both are normalised (see `_canonical`) and compared strictly. A `theirs` with
-    a user name, a fragment or anything malformed matches nothing. An audience
+    Both are normalised (`canonical_url`, the rule the client checks resource
+    metadata by too) and compared strictly. A `theirs` with a user name, a
+    fragment or anything malformed matches nothing. An audience
     configured as something other than an http(s) URL (`api://default`, a
     client id) is matched exactly as written.
     """
-    own = _canonical(mine)
+    own = canonical_url(mine)
     if own is None:
-        return not _is_web_url(mine) and theirs == mine
-    return _canonical(theirs) == own
+        return not is_web_url(mine) and theirs == mine
+    return canonical_url(theirs) == own
 
 
 def check_protection(token_verifier: Any, auth: Any) -> None:

@@ -29,7 +29,7 @@ import anyio.abc
 import h11
 import httpx
 
-from .discovery import is_secure_url
+from .discovery import fetch_deadline, is_secure_url
 from .errors import AuthorizationError
 
 __all__ = [
@@ -211,7 +211,10 @@ class HeadlessBrowser:
     authorization server that redirects back without showing a page (a test
     server, or a real one where the user already consented). Redirects are
     followed over https (or loopback http) only, at most `max_redirects`, and
-    the one to `redirect_uri` is captured instead of being followed.
+    the one to `redirect_uri` is captured instead of being followed. Each hop
+    has one deadline for the whole exchange, like every fetch of the flow
+    (the HTTP client's longest timeout: 30 s by default), and no page body
+    is read.
     """
 
     def __init__(
@@ -235,8 +238,12 @@ class HeadlessBrowser:
             for _hop in range(self.max_redirects + 1):
                 if not is_secure_url(url):
                     raise AuthorizationError("insecure_url", f"refusing to browse to {url}")
-                response = await http.get(url, follow_redirects=False)
-                location = response.headers.get("location")
+                # Only the status and Location matter: the body (a page for a person) is never read.
+                async with (
+                    fetch_deadline(http, url),
+                    http.stream("GET", url, follow_redirects=False) as response,
+                ):
+                    location = response.headers.get("location")
                 if not response.is_redirect or not location:
                     raise AuthorizationError(
                         "interaction_required",

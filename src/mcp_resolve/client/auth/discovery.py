@@ -16,7 +16,9 @@ Two documents, in the order the spec fixes:
 Every fetch here is bounded (size, no redirects, one deadline for the whole
 exchange: `fetch_deadline`) because every byte comes from a server that may
 be hostile, and every failure is an `AuthorizationError` naming what was
-wrong, never a crash.
+wrong, never a crash. Only an answer (a 404) sends discovery on to the next
+URL or to a fallback; a fetch that got none is `network_error`, so cutting
+a connection cannot steer the client to another authorization server.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx
 
+from ..._resource_urls import canonical_url
 from .challenge import BearerChallenge
-from .errors import AuthorizationError
+from .errors import AuthorizationError, printable
 
 __all__ = [
     "ProtectedResource",
     "authorization_server_metadata_urls",
+    "deadline_s",
     "discover_authorization_server",
     "discover_protected_resource",
     "endpoint_url",
@@ -53,6 +57,15 @@ FETCH_DEADLINE_S = 30.0
 """The whole of one exchange with an authorization server, when the HTTP client sets no timeout."""
 
 
+def deadline_s(http: httpx.AsyncClient) -> float:
+    """Seconds one whole exchange through `http` may take: its longest timeout, else `FETCH_DEADLINE_S`."""
+    timeout = http.timeout
+    return max(
+        (t for t in (timeout.connect, timeout.read, timeout.write, timeout.pool) if t),
+        default=FETCH_DEADLINE_S,
+    )
+
+
 @asynccontextmanager
 async def fetch_deadline(http: httpx.AsyncClient, url: str) -> AsyncIterator[None]:
     """One deadline for a whole exchange (connect, headers, body): the client's longest timeout.
@@ -61,11 +74,7 @@ async def fetch_deadline(http: httpx.AsyncClient, url: str) -> AsyncIterator[Non
     trip it. When the deadline passes, `httpx.ReadTimeout` is raised: a
     timeout like any other to the code around the fetch.
     """
-    timeout = http.timeout
-    seconds = max(
-        (t for t in (timeout.connect, timeout.read, timeout.write, timeout.pool) if t),
-        default=FETCH_DEADLINE_S,
-    )
+    seconds = deadline_s(http)
     try:
         with anyio.fail_after(seconds):
             yield
@@ -99,26 +108,22 @@ def endpoint_url(url: str | httpx.URL) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-def _origin(parts: Any) -> tuple[str, str, int | None]:
-    default = {"https": 443, "http": 80}.get(parts.scheme.lower())
-    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port or default
-
-
 def resource_covers(resource: str, server_url: str) -> bool:
     """Whether a protected resource identifier names the endpoint `server_url` (itself or a path above it).
 
-    The origin must match exactly (scheme and host case aside) and the
-    resource's path must be the endpoint's path or a whole-segment prefix of
-    it: `https://h/` covers `https://h/mcp`, `https://h/m` does not.
+    Both are normalised by the rule the server side compares audiences by
+    (scheme and host case, a default port and a trailing slash aside). The
+    origin must then match exactly and the resource's path must be the
+    endpoint's path or a whole-segment prefix of it: `https://h/` covers
+    `https://h/mcp`, `https://h/m` does not. A resource with a query, a user
+    name or password, a fragment or a malformed host or port covers nothing.
     """
-    try:
-        ours, theirs = urlsplit(server_url), urlsplit(resource)
-        if theirs.query or theirs.fragment or _origin(ours) != _origin(theirs):
-            return False
-    except ValueError:
+    ours, theirs = canonical_url(server_url), canonical_url(resource)
+    if ours is None or theirs is None or theirs.query:
         return False
-    prefix, path = theirs.path.rstrip("/"), ours.path.rstrip("/")
-    return path == prefix or path.startswith(prefix + "/")
+    if (ours.scheme, ours.host, ours.port) != (theirs.scheme, theirs.host, theirs.port):
+        return False
+    return ours.path == theirs.path or ours.path.startswith(theirs.path + "/")
 
 
 async def read_json(response: httpx.Response, limit: int) -> Any:
@@ -140,7 +145,15 @@ async def read_json(response: httpx.Response, limit: int) -> Any:
 
 
 async def _get_document(http: httpx.AsyncClient, url: str) -> dict[str, Any] | None:
-    """A JSON object served at `url` with 200, or None when there is none there (try the next place)."""
+    """A JSON object served at `url` with 200, or None when the server says there is none (try the next place).
+
+    Only an answer means "not here" (a 404, or any other status: redirects
+    are not followed). A fetch that got no answer (no route, a dropped
+    connection, the deadline) says nothing about what is there, so it is
+    `network_error`, never a reason to try a fallback: a fallback reached
+    that way would send the person to an authorization server chosen by
+    whoever can cut a connection.
+    """
     if not is_secure_url(url):
         raise AuthorizationError("insecure_url", f"refusing to fetch metadata over plain http from {url}")
     try:
@@ -149,11 +162,19 @@ async def _get_document(http: httpx.AsyncClient, url: str) -> dict[str, Any] | N
             http.stream("GET", url, headers={"accept": "application/json"}) as response,
         ):
             if response.status_code != 200:
-                return None  # 404 is the ordinary "not here"; redirects are not followed
+                return None  # 404 is the ordinary "not here"
             document = await read_json(response, MAX_METADATA_BYTES)
-    except httpx.HTTPError:
-        return None
+    except httpx.HTTPError as exc:
+        raise AuthorizationError("network_error", _unreachable(http, url, exc)) from None
     return document if isinstance(document, dict) else None
+
+
+def _unreachable(http: httpx.AsyncClient, url: str, exc: httpx.HTTPError) -> str:
+    """Which metadata URL gave no answer, and how, without its query (it came from the server)."""
+    where = printable(endpoint_url(url), 200)
+    if isinstance(exc, httpx.TimeoutException):
+        return f"could not reach {where}: no complete answer within {deadline_s(http):g} s"
+    return f"could not reach {where}: {type(exc).__name__}: {printable(exc, 200)}"
 
 
 @dataclass(frozen=True)
@@ -192,7 +213,7 @@ async def discover_protected_resource(
             raise AuthorizationError(
                 "insecure_url", f"the server's resource_metadata URL is not https: {hinted}"
             )
-        candidates.insert(0, hinted)
+        candidates = [hinted, *(url for url in candidates if url != hinted)]  # each URL asked once
     for url in candidates:
         document = await _get_document(http, url)
         if document is None:
