@@ -12,12 +12,14 @@ over real HTTP (uvicorn on loopback; client addresses 127.0.0.1 to .4):
   very edge, failed saying its outcome could not be kept);
 * handshake-era sessions: oversized `capabilities` at `initialize`, and a
   flood of `resources/subscribe`;
-* the memory event store of resumable streams: large answers on many
-  sessions stay within its `max_bytes`.
+* the event stores of resumable streams (memory, and Redis on a real
+  redis-server): large answers on many sessions stay within their
+  `max_bytes` (and, on Redis, `max_streams`);
+* replay claims: see tests/test_replay_bounds.py (a full store refuses a
+  new single-use round and never evicts a claim).
 
-Nothing answers 5xx and nothing logs a traceback. Replay claims hold one
-short id per single-use final round until its state expires; carried values
-ride in the sealed state (at most 8 KiB), which the client holds.
+Nothing answers 5xx and nothing logs a traceback. Carried values ride in
+the sealed state (at most 8 KiB), which the client holds.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from mcp_resolve.protocol.handshake import MAX_CLIENT_BYTES, MAX_SUBSCRIPTION_BY
 from mcp_resolve.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
 from mcp_resolve.stores.events import MemoryEventStore
 from mcp_resolve.stores.redis_conn import RedisConnection
+from mcp_resolve.stores.redis_events import RedisEventStore
 from mcp_resolve.stores.redis_tasks import RedisTaskStore
 from mcp_resolve.tasks import TaskOptions
 from redis_helpers import redis_server
@@ -263,25 +266,65 @@ def streamed_call(attacker: AttackHttp, session: str, text: str) -> dict[str, An
     return result
 
 
-def test_resumable_streams_keep_at_most_the_event_stores_bytes() -> None:
-    events = MemoryEventStore(max_bytes=2_000_000)
-    mcp = MCPServer("resumable", event_store=events)
+def flood_streams(
+    mcp: MCPServer, held: Callable[[], tuple[int, int]], size: int = 150_000
+) -> tuple[int, int]:
+    """Four sessions of eight streamed answers each (32 streams, each two copies of `size` characters);
+    the most (streams, bytes) `held` saw."""
 
     @mcp.tool()
     async def echo(text: str) -> str:
         return text
 
+    most_streams = most_bytes = 0
     with served(mcp) as (urls, _):
         attacker = AttackHttp(urls[0])
         try:
-            largest = 0
             for _ in range(4):
                 session = attacker.open_session()
                 for index in range(8):
-                    text = f"{index}" * 150_000
+                    text = f"{index}" * size
                     assert streamed_call(attacker, session, text)["content"][0]["text"] == text
-                    largest = max(largest, events.held_bytes)
-            assert 1_500_000 < largest <= 2_000_000, largest  # filled, never past it
-            assert events.held_bytes == sum(stream.bytes for stream in events._streams.values())
+                    streams, held_bytes = held()
+                    most_streams, most_bytes = max(most_streams, streams), max(most_bytes, held_bytes)
         finally:
             attacker.close()
+    return most_streams, most_bytes
+
+
+def test_resumable_streams_keep_at_most_the_event_stores_bytes() -> None:
+    events = MemoryEventStore(max_bytes=2_000_000)
+    most = flood_streams(MCPServer("resumable", event_store=events), lambda: (len(events), events.held_bytes))
+    assert 1_500_000 < most[1] <= 2_000_000, most  # filled, never past it
+    assert events.held_bytes == sum(stream.bytes for stream in events._streams.values())
+
+
+def test_resumable_streams_on_redis_keep_at_most_the_event_stores_streams_and_bytes() -> None:
+    import redis as redis_py
+
+    with redis_server() as redis:
+        peek = redis_py.Redis.from_url(redis.url)
+
+        def bounded(prefix: str, **bounds: int) -> tuple[RedisEventStore, Callable[[], tuple[int, int]]]:
+            events = RedisEventStore(RedisConnection(redis.url, prefix=prefix), **bounds)
+            written, sizes = events._index
+            return events, lambda: (int(peek.zcard(written)), int(peek.hget(sizes, "*") or 0))
+
+        def counted(prefix: str) -> tuple[int, int]:
+            """(streams, bytes of events) actually in Redis under `prefix`."""
+            streams = len(list(peek.scan_iter(match=f"{prefix}:stream:*")))
+            events = [
+                fields for key in peek.scan_iter(match=f"{prefix}:events:*") for _, fields in peek.xrange(key)
+            ]
+            return streams, sum(len(fields.get(b"m", b"")) for fields in events)
+
+        try:
+            events, held = bounded("many", max_streams=20)
+            most = flood_streams(MCPServer("resumable", event_store=events), held, size=1000)
+            assert most[0] == 20 and held() == counted("many"), (most, held())  # filled, never past it
+            events, held = bounded("large", max_bytes=2_000_000)
+            most = flood_streams(MCPServer("resumable", event_store=events), held)
+            assert 1_500_000 < most[1] <= 2_000_000, most
+            assert held() == counted("large")
+        finally:
+            peek.close()

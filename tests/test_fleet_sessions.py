@@ -3,7 +3,10 @@
 A session opened on one worker is served by the other, a question asked on
 one is answered through the other, DELETE on one ends it on both, and the
 hostile cases: session ids shaped like keys or globs, huge ones, another
-principal's session, all "not found" without a key being made.
+principal's session, all "not found" without a key being made. The records
+are bounded (issue 35): a session a worker closes to make room for its
+client's new one leaves Redis too (unless another worker served it since),
+and the fleet holds at most `max_sessions` of them.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def redis() -> Iterator[RedisServer]:
         server.close()
 
 
-def worker(redis: RedisServer) -> Any:
+def worker(redis: RedisServer, **options: Any) -> Any:
     mcp = MCPServer(
         "shared-sessions",
         redis_url=redis.url,
@@ -55,7 +58,7 @@ def worker(redis: RedisServer) -> Any:
     async def level(ctx: Context) -> str:
         return str(ctx.request_context.meta) + str(ctx._scope.log_level)
 
-    return mcp.streamable_http_app(principal=lambda request: request.headers.get("x-user"))
+    return mcp.streamable_http_app(principal=lambda request: request.headers.get("x-user"), **options)
 
 
 def initialize(user: str) -> tuple[dict[str, Any], dict[str, str]]:
@@ -159,6 +162,65 @@ async def test_hostile_session_ids_and_other_principals_are_not_found_and_make_n
             await http.post(f"{one}/mcp", json=call, headers=session)
         ).status_code == 200  # alice's still works
         assert set(await _keys(redis)) == before
+
+
+CALL = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "level", "arguments": {}}}
+
+
+async def _records(redis: RedisServer) -> int:
+    return sum(1 for key in await _keys(redis) if key.startswith(b"mcp-resolve:shared-sessions:session:"))
+
+
+async def test_a_session_closed_for_its_clients_new_one_leaves_redis_unless_used_elsewhere(
+    redis: RedisServer,
+) -> None:
+    redis.flush()
+    async with (
+        http_server(worker(redis, max_sessions_per_client=2)) as one,
+        http_server(worker(redis, max_sessions_per_client=2)) as two,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        first = await open_session(http, f"{one}/mcp")
+        second = await open_session(http, f"{one}/mcp")
+        third = await open_session(http, f"{one}/mcp")  # alice at her cap on one: the first is closed
+        with anyio.fail_after(5):
+            while await _records(redis) != 2:  # ...and deleted from Redis, for every worker
+                await anyio.sleep(0.02)
+        assert (await http.post(f"{two}/mcp", json=CALL, headers=first)).status_code == 404
+        await anyio.sleep(0.3)
+        assert (await http.post(f"{two}/mcp", json=CALL, headers=second)).status_code == 200
+        await open_session(http, f"{one}/mcp")  # one closes the second, which two served since
+        await anyio.sleep(0.3)
+        assert await _records(redis) == 3  # so its record stays, and it keeps working
+        assert (await http.post(f"{two}/mcp", json=CALL, headers=second)).status_code == 200
+        assert (await http.post(f"{one}/mcp", json=CALL, headers=second)).status_code == 200
+        assert (await http.post(f"{two}/mcp", json=CALL, headers=third)).status_code == 200
+
+
+async def test_the_fleet_keeps_at_most_max_sessions_records(
+    redis: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis.flush()
+    async with (
+        http_server(worker(redis, max_sessions=3)) as one,
+        http_server(worker(redis, max_sessions=3)) as two,
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        alice = await open_session(http, f"{one}/mcp", "alice")
+        await open_session(http, f"{one}/mcp", "bob")
+        await open_session(http, f"{two}/mcp", "carol")
+        body, headers = initialize("dave")
+        refused = await http.post(f"{two}/mcp", json=body, headers=headers)  # two holds one: the fleet, three
+        assert "mcp-session-id" not in refused.headers
+        error = refused.json()["error"]
+        assert error["code"] == -32603 and error["message"].startswith("session store full"), error
+        assert await _records(redis) == 3
+        assert any("a new one refused" in r.getMessage() for r in caplog.records)
+        assert (await http.post(f"{two}/mcp", json=CALL, headers=alice)).status_code == 200  # the open go on
+        assert (await http.delete(f"{two}/mcp", headers=alice)).status_code == 204
+        dave = await open_session(http, f"{two}/mcp", "dave")  # room again
+        assert (await http.post(f"{one}/mcp", json=CALL, headers=dave)).status_code == 200
+        assert await _records(redis) == 3
 
 
 async def _keys(redis: RedisServer) -> list[bytes]:

@@ -79,8 +79,9 @@ async def test_claims_are_atomic_across_workers_expire_and_shape_no_key(
     assert results.count(True) == 1
     for hostile in HOSTILE:
         assert await one.claim(hostile, expires) and not await two.claim(hostile, expires)
-    found = await keys(one.redis)
+    found = [k for k in await keys(one.redis) if k != one._index]  # and one index, counting them
     assert all(k.startswith("mcp-resolve:replay:") and len(k.split(":")[-1]) == 64 for k in found), found
+    assert await one.redis.client().zcard(one._index) == len(found) == 1 + len(HOSTILE)
     ttl = await one.redis.client().pttl(found[0])
     assert 60_000 < ttl <= 91_000  # the token's expiry plus the grace, and no longer
 

@@ -16,6 +16,12 @@ round's answer is kept under the claim, and the same caller retrying after
 a lost answer gets that answer back instead of a refusal. Kept answers are
 bounded in bytes each and, in memory, in count and bytes overall; dropping
 one only turns a retry's receipt into an error, never into a second run.
+
+Claims themselves are bounded in count (`max_claims`, a million by default):
+expired ones are purged first, and a store still full refuses a NEW claim
+(`ReplayStoreFull`, so the round fails closed with -32603 and runs
+nothing). An unexpired claim is never evicted to make room: that would make
+its token redeemable again.
 """
 
 from __future__ import annotations
@@ -29,13 +35,24 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import anyio.to_thread
 
+from .errors import INTERNAL_ERROR, MCPError
 from .stores.sqlite_file import SqliteFile
 
-__all__ = ["MemoryReplayStore", "ReplayStore", "RoundClaim", "RoundStore", "SqliteReplayStore"]
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = [
+    "MemoryReplayStore",
+    "ReplayStore",
+    "ReplayStoreFull",
+    "RoundClaim",
+    "RoundStore",
+    "SqliteReplayStore",
+]
 
 PURGE_GRACE = 60.0
 """Keep ids this long past expiry, so a wall clock stepping back cannot revive a token."""
@@ -43,6 +60,28 @@ MAX_OUTCOME_BYTES = 64 * 1024
 """The largest answer kept for a retry; a larger one is dropped (the retry is told the call ran)."""
 RETRY_WAIT = 5.0
 """How long a retry waits for the first copy of its round, still running, to finish."""
+MAX_CLAIMS = 1_000_000
+"""The unexpired claims a store holds at most (in memory about 350 bytes each); past it new rounds are refused."""
+
+
+class ReplayStoreFull(MCPError):
+    """The store holds `limit` unexpired claims: a new single-use round is refused (-32603), nothing runs.
+
+    Claims already made are unaffected (a retry still gets its kept answer, a
+    replay is still refused); the store has room again as claims expire.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            INTERNAL_ERROR, "replay store full: this single-use call cannot be recorded now; try again later"
+        )
+        self.limit = limit
+
+
+def _check_max_claims(max_claims: int | None) -> int | None:
+    if max_claims is not None and (isinstance(max_claims, bool) or max_claims < 1):
+        raise ValueError("max_claims must be a positive number of claims, or None for no bound")
+    return max_claims
 
 
 @runtime_checkable
@@ -118,9 +157,10 @@ class MemoryReplayStore:
     """In-process store: right for one process, forgets everything on restart.
 
     Guarded by a thread lock as well as being await-free, so a claim stays
-    atomic even when handlers run in worker threads. Kept answers are capped
-    at `max_outcome_bytes` each and `max_outcomes` / `max_kept_bytes` in all,
-    the oldest dropped first.
+    atomic even when handlers run in worker threads. At most `max_claims`
+    unexpired claims (None: no bound), then new ones are refused. Kept answers
+    are capped at `max_outcome_bytes` each and `max_outcomes` /
+    `max_kept_bytes` in all, the oldest dropped first.
     """
 
     def __init__(
@@ -131,9 +171,11 @@ class MemoryReplayStore:
         max_outcomes: int = 10_000,
         max_kept_bytes: int = 32 * 1024 * 1024,
         retry_wait: float = RETRY_WAIT,
+        max_claims: int | None = MAX_CLAIMS,
     ) -> None:
         if min(max_outcome_bytes, max_outcomes, max_kept_bytes) < 0 or retry_wait < 0:
             raise ValueError("the outcome bounds and retry_wait must not be negative")
+        self.max_claims = _check_max_claims(max_claims)
         self._clock = clock
         self._claimed: dict[str, _Round] = {}
         self._expiries: list[tuple[float, str]] = []
@@ -164,6 +206,8 @@ class MemoryReplayStore:
             self._purge(float(self._clock()))
             found = self._claimed.get(state_id)
             if found is None:
+                if self.max_claims is not None and len(self._claimed) >= self.max_claims:
+                    raise ReplayStoreFull(self.max_claims)
                 ticket = secrets.token_hex(16)
                 self._claimed[state_id] = _Round(expiry, ticket, caller)
                 heapq.heappush(self._expiries, (expiry, state_id))
@@ -214,6 +258,34 @@ _SCHEMA = (
     ") WITHOUT ROWID",
     "CREATE INDEX IF NOT EXISTS mcp_resolve_replay_expiry ON mcp_resolve_replay (expires_at)",
 )
+_COUNTED = (
+    # The number of claims, kept by triggers in the same transaction as each insert and delete:
+    # counting a million rows on every claim would cost more than the claim.
+    "CREATE TABLE IF NOT EXISTS mcp_resolve_replay_count ("
+    " one INTEGER PRIMARY KEY NOT NULL CHECK (one = 1), claims INTEGER NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS mcp_resolve_replay_added AFTER INSERT ON mcp_resolve_replay"
+    " BEGIN UPDATE mcp_resolve_replay_count SET claims = claims + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS mcp_resolve_replay_removed AFTER DELETE ON mcp_resolve_replay"
+    " BEGIN UPDATE mcp_resolve_replay_count SET claims = claims - 1; END",
+)
+
+
+def _count_claims(conn: sqlite3.Connection) -> None:
+    """Give the file its claim counter (counting what a file written before it holds), once."""
+    conn.execute("BEGIN IMMEDIATE")  # two workers opening the file at once: one counts
+    try:
+        if conn.execute("SELECT name FROM sqlite_master WHERE name = 'mcp_resolve_replay_count'").fetchone():
+            conn.execute("COMMIT")
+            return
+        for statement in _COUNTED:
+            conn.execute(statement)
+        conn.execute(
+            "INSERT INTO mcp_resolve_replay_count (one, claims) SELECT 1, COUNT(*) FROM mcp_resolve_replay"
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 class SqliteReplayStore:
@@ -224,7 +296,8 @@ class SqliteReplayStore:
     busy timeout makes contention a short wait rather than an error.
     `synchronous=FULL` because losing a committed claim to a power cut would
     let a one-time action run twice. Not for network file systems, whose
-    locking SQLite cannot trust: use a networked store there.
+    locking SQLite cannot trust: use a networked store there. At most
+    `max_claims` claims (expired ones are purged first), then new ones are refused.
     """
 
     def __init__(
@@ -234,6 +307,7 @@ class SqliteReplayStore:
         busy_timeout: float = 5.0,
         purge_interval: float = 60.0,
         clock: Callable[[], float] = time.time,
+        max_claims: int | None = MAX_CLAIMS,
     ) -> None:
         self._path = os.fspath(path)
         if self._path == ":memory:" or not self._path:
@@ -243,7 +317,10 @@ class SqliteReplayStore:
         self._busy_timeout = float(busy_timeout)
         self._purge_interval = float(purge_interval)
         self._clock = clock
-        self._file = SqliteFile(self._path, busy_timeout=self._busy_timeout, schema=_SCHEMA)
+        self.max_claims = _check_max_claims(max_claims)
+        self._file = SqliteFile(
+            self._path, busy_timeout=self._busy_timeout, schema=_SCHEMA, upgrade=_count_claims
+        )
         self._next_purge = -math.inf
 
     @property
@@ -263,11 +340,34 @@ class SqliteReplayStore:
         with self._file.lock:
             conn = self._file.connection()
             now = float(self._clock())
-            if now >= self._next_purge:
-                conn.execute("DELETE FROM mcp_resolve_replay WHERE expires_at <= ?", (now - PURGE_GRACE,))
-                self._next_purge = now + self._purge_interval
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO mcp_resolve_replay (state_id, expires_at) VALUES (?, ?)",
-                (state_id, expires_at),
-            )
-            return cursor.rowcount == 1
+            conn.execute("BEGIN IMMEDIATE")  # the bound and the insert under one write lock
+            try:
+                if now >= self._next_purge:
+                    self._purge(conn, now)
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO mcp_resolve_replay (state_id, expires_at) VALUES (?, ?)",
+                    (state_id, expires_at),
+                )
+                claimed = cursor.rowcount == 1
+                if claimed and self._over(conn) and (self._purge(conn, now) == 0 or self._over(conn)):
+                    conn.execute("ROLLBACK")
+                    raise ReplayStoreFull(int(self.max_claims or 0))
+                conn.execute("COMMIT")
+            except ReplayStoreFull:
+                raise
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return claimed
+
+    def _over(self, conn: sqlite3.Connection) -> bool:
+        """Whether the file holds more claims than `max_claims` (the one just inserted included)."""
+        if self.max_claims is None:
+            return False
+        (claims,) = conn.execute("SELECT claims FROM mcp_resolve_replay_count").fetchone()
+        return int(claims) > self.max_claims
+
+    def _purge(self, conn: sqlite3.Connection, now: float) -> int:
+        self._next_purge = now + self._purge_interval
+        cursor = conn.execute("DELETE FROM mcp_resolve_replay WHERE expires_at <= ?", (now - PURGE_GRACE,))
+        return int(cursor.rowcount)

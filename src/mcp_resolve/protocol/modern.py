@@ -32,7 +32,7 @@ from ..errors import (
     InvalidRequestState,
     MCPError,
 )
-from ..replay import RoundStore
+from ..replay import ReplayStoreFull, RoundStore
 from ..resolve.questions import Question
 from ..resolve.run import PENDING
 from ..resolve.state import StateRecord, question_digest
@@ -415,13 +415,24 @@ async def open_state(
         if watch is not None:
             watch.state_rejected("invalid")
         raise MCPError.invalid_state() from None
-    if server.is_single_use(method, params) and not await _claim_state(
-        server, opened, binding.principal, params, once
-    ):
-        server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
-        if watch is not None:
-            watch.state_rejected("replayed")
-        raise MCPError.invalid_state()
+    if server.is_single_use(method, params):
+        try:
+            claimed = await _claim_state(server, opened, binding.principal, params, once)
+        except ReplayStoreFull as full:
+            server.log.warning(
+                "refused single-use %s %r: the replay store holds %d claims, the most it may",
+                method,
+                binding.target,
+                full.limit,
+            )
+            if watch is not None:
+                watch.state_rejected("store_full")
+            raise
+        if not claimed:
+            server.log.warning("rejected replayed requestState on %s %r", method, binding.target)
+            if watch is not None:
+                watch.state_rejected("replayed")
+            raise MCPError.invalid_state()
     if watch is not None:
         watch.state_opened(opened.carried)
     return {**params, "requestState": opened.payload.decode("utf-8", "replace")}

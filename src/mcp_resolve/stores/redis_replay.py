@@ -20,6 +20,11 @@ The key is a hash: the live claim's ticket `o`, its state `s` (`r`unning,
 `v` kept for that caller's retry (`k` says whether it was kept: it is not
 for an anonymous caller, nor past `max_outcome_bytes`).
 
+Claims are bounded in count: one sorted set of the namespace scores every
+claim key by when it expires (Redis's clock), and a new claim first drops
+the entries of expired keys, then is refused (`ReplayStoreFull`) if
+`max_claims` remain. A key is never deleted to make room.
+
 Two settings of the Redis server matter and docs/deploy.md gives both: an
 eviction policy that never evicts these keys (`noeviction`: under memory
 pressure writes fail, so claims fail closed, instead of old claims vanishing
@@ -38,7 +43,16 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..replay import MAX_OUTCOME_BYTES, PURGE_GRACE, RETRY_WAIT, RoundClaim, _check_claim
+from ..replay import (
+    MAX_CLAIMS,
+    MAX_OUTCOME_BYTES,
+    PURGE_GRACE,
+    RETRY_WAIT,
+    ReplayStoreFull,
+    RoundClaim,
+    _check_claim,
+    _check_max_claims,
+)
 from .redis_conn import RedisConnection, StoreUnavailable, _backend_errors
 
 if TYPE_CHECKING:
@@ -48,12 +62,31 @@ __all__ = ["RedisReplayStore"]
 
 logger = logging.getLogger("mcp_resolve.stores")
 
-_CLAIM = """
+_INDEX = """
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function indexed(key, ttl)
+  redis.call('ZADD', KEYS[2], now_ms() + tonumber(ttl), key)
+end
+"""
+"""KEYS[2] is the namespace's index of claim keys, scored by expiry in ms of Redis's clock."""
+
+_CLAIM = (
+    _INDEX
+    + """
 local key, ticket, caller = KEYS[1], ARGV[1], ARGV[2]
 local kind = redis.call('TYPE', key)['ok']
 if kind == 'none' then
+  local most = tonumber(ARGV[4])
+  if most >= 0 then
+    redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
+    if redis.call('ZCARD', KEYS[2]) >= most then return {'full'} end
+  end
   redis.call('HSET', key, 'o', ticket, 's', 'r', 'c', caller)
   redis.call('PEXPIRE', key, ARGV[3])
+  indexed(key, ARGV[3])
   return {'won'}
 end
 if kind ~= 'hash' then return {'replayed'} end
@@ -69,7 +102,9 @@ if f[2] == 'r' then return {'running'} end
 if caller ~= '' and f[3] == caller then return {'done', f[4] or '0', f[5] or ''} end
 return {'replayed'}
 """
-"""Claim for ARGV[1] (a ticket) and ARGV[2] (a caller digest, '' if anonymous); ARGV[3] is the TTL in ms."""
+)
+"""Claim for ARGV[1] (a ticket) and ARGV[2] (a caller digest, '' if anonymous); ARGV[3] is the TTL in ms,
+ARGV[4] the most claims the namespace may hold (-1: no bound)."""
 
 _KEEP = """
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
@@ -80,12 +115,15 @@ return 1
 """
 """Finish the round ticket ARGV[1] won; ARGV[2] '1' if ARGV[3] is the answer kept for a retry."""
 
-_RELEASE = """
+_RELEASE = (
+    _INDEX
+    + """
 local key, ticket = KEYS[1], ARGV[1]
 local kind = redis.call('TYPE', key)['ok']
 if kind == 'none' then
   redis.call('HSET', key, 's', 'x', 'x:' .. ticket, '1')
   redis.call('PEXPIRE', key, ARGV[2])
+  indexed(key, ARGV[2])
   return 1
 end
 if kind ~= 'hash' then return 0 end
@@ -94,7 +132,9 @@ local f = redis.call('HMGET', key, 'o', 's')
 if f[1] == ticket and f[2] == 'r' then redis.call('HSET', key, 's', 'x') end
 return 1
 """
-"""Fence ticket ARGV[1] (its claim never ran) and free the key if that claim holds it."""
+)
+"""Fence ticket ARGV[1] (its claim never ran) and free the key if that claim holds it. A fence is never
+refused for room (it is what keeps a late copy of the claim from running), but it is counted."""
 
 
 class RedisReplayStore:
@@ -106,7 +146,9 @@ class RedisReplayStore:
     waits for a copy of its round still running elsewhere. At most
     `max_pending` releases and answers wait in the background for Redis to
     come back; past that they are dropped, which can only leave a state
-    refused ("still running") until it expires, never run twice.
+    refused ("still running") until it expires, never run twice. At most
+    `max_claims` unexpired claims in the namespace (None: no bound), then new
+    ones are refused.
     """
 
     def __init__(
@@ -118,6 +160,7 @@ class RedisReplayStore:
         retry_wait: float = RETRY_WAIT,
         max_outcome_bytes: int = MAX_OUTCOME_BYTES,
         max_pending: int = 1000,
+        max_claims: int | None = MAX_CLAIMS,
     ) -> None:
         if settle_timeout <= 0 or retry_wait < 0 or max_outcome_bytes < 0 or max_pending < 0:
             raise ValueError("settle_timeout must be positive; retry_wait and the bounds not negative")
@@ -127,6 +170,7 @@ class RedisReplayStore:
         self.retry_wait = float(retry_wait)
         self.max_outcome_bytes = max_outcome_bytes
         self.max_pending = max_pending
+        self.max_claims = _check_max_claims(max_claims)
         self._pending = 0
 
     def __repr__(self) -> str:
@@ -143,17 +187,26 @@ class RedisReplayStore:
     async def claim_round(self, state_id: str, expires_at: float, caller: str | None) -> RoundClaim:
         expiry = _check_claim(state_id, expires_at)
         key, ticket = self._key(state_id), secrets.token_hex(16)
+        most = -1 if self.max_claims is None else self.max_claims
+        attempts = 0
 
         def claim(r: Redis) -> Awaitable[Any]:
-            return r.eval(_CLAIM, 1, key, ticket, caller or "", self._ttl_ms(expiry))  # type: ignore[no-any-return]
+            nonlocal attempts
+            attempts += 1
+            args = (ticket, caller or "", self._ttl_ms(expiry), most)
+            return r.eval(_CLAIM, 2, key, self._index, *args)  # type: ignore[no-any-return]
 
         try:
             reply = await self._settle(claim)
         except BaseException:
             # Not confirmed, so nothing runs; the claim may still have landed (or land late): release it.
-            self._later(key, expiry, "release", _RELEASE, ticket, self._ttl_ms(expiry))
+            self._release_later(key, expiry, ticket)
             raise
         status = _text(reply[0])
+        if status == "full":
+            if attempts > 1:  # an earlier attempt, its reply lost, may still land: fence it
+                self._release_later(key, expiry, ticket)
+            raise ReplayStoreFull(most)
         if status == "won":
             return RoundClaim("won", ticket)
         if status == "running":
@@ -174,7 +227,14 @@ class RedisReplayStore:
         try:
             await self._settle(lambda r: r.eval(_KEEP, 1, key, *args))  # type: ignore[no-any-return]
         except StoreUnavailable:
-            self._later(key, expiry, "answer", _KEEP, *args)
+            self._later((key,), expiry, "answer", _KEEP, *args)
+
+    @property
+    def _index(self) -> str:
+        return self.redis.key("replay-index", "expiry")
+
+    def _release_later(self, key: str, expiry: float, ticket: str) -> None:
+        self._later((key, self._index), expiry, "release", _RELEASE, ticket, self._ttl_ms(expiry))
 
     def _key(self, state_id: str) -> str:
         # A digest, not the id itself: keys stay short and nothing a token carries shapes a key.
@@ -209,7 +269,7 @@ class RedisReplayStore:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
-    def _later(self, key: str, expiry: float, what: str, script: str, *args: Any) -> None:
+    def _later(self, keys: tuple[str, ...], expiry: float, what: str, script: str, *args: Any) -> None:
         """Run `script` in the background until Redis takes it or the state expires; bounded in number."""
         if self._pending >= self.max_pending:
             logger.warning("replay store: too many %ss waiting for Redis; one dropped", what)
@@ -219,14 +279,16 @@ class RedisReplayStore:
         except RuntimeError:
             return
         self._pending += 1
-        self.redis.background(self._retry(key, expiry, what, script, args))
+        self.redis.background(self._retry(keys, expiry, what, script, args))
 
-    async def _retry(self, key: str, expiry: float, what: str, script: str, args: tuple[Any, ...]) -> None:
+    async def _retry(
+        self, keys: tuple[str, ...], expiry: float, what: str, script: str, args: tuple[Any, ...]
+    ) -> None:
         delay, errors = 0.1, _backend_errors()
         try:
             while float(self._clock()) < expiry + PURGE_GRACE:
                 try:
-                    await asyncio.wait_for(self.redis.client().eval(script, 1, key, *args), 5.0)
+                    await asyncio.wait_for(self.redis.client().eval(script, len(keys), *keys, *args), 5.0)
                     return
                 except errors:
                     pass

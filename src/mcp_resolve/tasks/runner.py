@@ -54,6 +54,14 @@ STOPPED: dict[str, Any] = {
 CRASHED: dict[str, Any] = {"code": INTERNAL_ERROR, "message": "Internal error while running the task"}
 PROGRESS_WRITE_GAP = 0.1
 """Progress reported faster than this is stored with the next report or lease renewal, not each time."""
+MAX_STATUS_MESSAGE = 1024
+"""The most characters of a tool's progress message a task keeps as its status message (then `TRUNCATED`).
+
+Progress is written to the record outside the task's byte bounds (a report
+must never fail the tool), and is sent to the client on every `tasks/get`,
+so it is cut here instead: a status message is a line for a person.
+"""
+TRUNCATED = "… [truncated]"
 
 Outcome = tuple[str, Any]
 """("done", result dict) | ("failed", JSON-RPC error) | ("cancelled", None)."""
@@ -417,11 +425,7 @@ class TaskRunner:
         """A round's notifications: progress becomes the task's status message; nothing else has a channel."""
         if method != "notifications/progress":
             return
-        message = params.get("message")
-        if not isinstance(message, str):
-            total = params.get("total")
-            message = f"{params.get('progress')}" + (f"/{total}" if total is not None else "")
-        run.message = message
+        run.message = status_message(params)
         if self.clock() - run.last_write >= PROGRESS_WRITE_GAP:
             try:
                 await self._renew(run)
@@ -472,6 +476,21 @@ class TaskRunner:
         if record.owner == self.worker and record.task_id not in self._runs:
             return True
         return record.lease_until is not None and record.lease_until < self.clock()
+
+
+def status_message(progress: dict[str, Any]) -> str:
+    """A progress notification's message (else "progress/total") as a status message: at most
+    `MAX_STATUS_MESSAGE` characters, a longer one cut and marked `TRUNCATED`."""
+    message = progress.get("message")
+    if not isinstance(message, str):
+        total = progress.get("total")
+        try:
+            message = f"{progress.get('progress')}" + (f"/{total}" if total is not None else "")
+        except ValueError:  # an int too long to print (int_max_str_digits)
+            message = TRUNCATED
+    if len(message) > MAX_STATUS_MESSAGE:
+        message = message[: MAX_STATUS_MESSAGE - len(TRUNCATED)] + TRUNCATED
+    return message
 
 
 def _unkept(record: TaskRecord, why: str) -> None:

@@ -103,6 +103,7 @@ class SessionFleet:
         self.ttl = sessions.idle_timeout
         self._by_digest: dict[str, Session] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        sessions.on_evicted = self._evicted
 
     async def run(self) -> None:
         """Listen to the session channel, and to the bus for other workers' change notifications (lifespan)."""
@@ -129,11 +130,11 @@ class SessionFleet:
     async def opened(self, session: Session) -> None:
         """A new session: saved before its id is sent, so its next request may go to any worker."""
         self._track(session)
-        await self.store.save(session.id, record_of(session), self.ttl)
+        await self.store.save(session.id, record_of(session), self.ttl, self.sessions.limit)
 
     async def changed(self, session: Session) -> None:
         """Save what a request changed (log level, subscriptions) and have other workers reload it."""
-        await self.store.save(session.id, record_of(session), self.ttl)
+        await self.store.save(session.id, record_of(session), self.ttl, self.sessions.limit)
         await self.store.broadcast({"t": "reload", "s": _digest(session.id)})
 
     async def find(self, session_id: str, principal: str | None) -> Session | None:
@@ -171,6 +172,21 @@ class SessionFleet:
         await self.store.delete(session.id)
         self.forget(session)
         await self.store.broadcast({"t": "close", "s": _digest(session.id)})
+
+    def _evicted(self, session: Session) -> None:
+        """Closed here to make room for its client's new session: its record goes too, unless another
+        worker served it since (then it is in use, and stays)."""
+        self._by_digest.pop(_digest(session.id), None)
+        idle = self.sessions.clock() - session.last_seen
+        task = asyncio.get_running_loop().create_task(self._delete_idle(session.id, idle))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _delete_idle(self, session_id: str, idle: float) -> None:
+        try:
+            await self.store.delete_idle(session_id, idle, self.ttl)
+        except Exception:  # the record then expires when idle, as before
+            logger.warning("could not delete the record of a session closed for its client's new one")
 
     def forget(self, session: Session) -> None:
         self._by_digest.pop(_digest(session.id), None)

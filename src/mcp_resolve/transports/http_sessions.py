@@ -86,6 +86,8 @@ class Sessions:
         self.clock = clock
         self._by_id: dict[str, Session] = {}
         self._by_client: dict[str, dict[str, Session]] = {}
+        self.on_evicted: Callable[[Session], None] | None = None
+        """Told of each session closed to make room for its client's new one (a fleet deletes its record)."""
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -107,7 +109,10 @@ class Sessions:
         idle = [session for session in own.values() if not session.busy]
         if not idle:
             return False
-        self.close(min(idle, key=lambda session: session.last_seen))
+        evicted = min(idle, key=lambda session: session.last_seen)
+        self.close(evicted)
+        if self.on_evicted is not None:
+            self.on_evicted(evicted)
         return True
 
     def new(self, server: MCPServer, principal: str | None, client: str) -> Session:
