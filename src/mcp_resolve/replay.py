@@ -60,8 +60,9 @@ MAX_OUTCOME_BYTES = 64 * 1024
 """The largest answer kept for a retry; a larger one is dropped (the retry is told the call ran)."""
 RETRY_WAIT = 5.0
 """How long a retry waits for the first copy of its round, still running, to finish."""
-MAX_CLAIMS = 1_000_000
-"""The unexpired claims a store holds at most (in memory about 350 bytes each); past it new rounds are refused."""
+MAX_CLAIMS = 200_000
+"""The unexpired claims a store holds at most (in memory about 350 bytes each, so about 70 MB): room for
+300 single-use rounds a second sustained over a claim's 660 s life. Past it new rounds are refused."""
 
 
 class ReplayStoreFull(MCPError):
