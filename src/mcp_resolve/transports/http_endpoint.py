@@ -48,7 +48,7 @@ from ..protocol.jsonrpc import (
 from .http_body import ClientGone, read_body
 from .http_exchange import Exchange
 from .http_headers import RequestHeaders, modern_rejection
-from .http_hosts import HostPolicy, OriginPolicy
+from .http_hosts import HostPolicy, OriginPolicy, parse_host
 from .http_lifespan import AppLifespan
 from .http_media import accepted_media, post_media
 from .http_options import HttpOptions
@@ -154,7 +154,11 @@ class StreamableHTTPEndpoint:
 
     def _screen(self, headers: RequestHeaders) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
-        if not self.hosts.allows_raw(headers.raw.get(b"host")):
+        host = headers.raw.get(b"host")
+        if not self.hosts.allows_raw(host):
+            if host is not None and parse_host(host.decode("latin-1")) is None:
+                logger.warning("refused a request for a malformed Host %r", host[:100].decode("latin-1"))
+                return refusal(400, INVALID_REQUEST, "Bad Request: malformed Host header (RFC 9110)")
             logger.warning("refused a request for Host %r (allowed_hosts)", headers.value(b"host"))
             return refusal(
                 403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
