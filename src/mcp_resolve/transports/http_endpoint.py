@@ -118,7 +118,10 @@ class StreamableHTTPEndpoint:
         self.hosts = HostPolicy(options.allowed_hosts)
         self.origins = OriginPolicy(options.allowed_origins, self.hosts)
         self.sessions = Sessions(
-            options.session_idle_timeout, options.max_sessions, options.max_sessions_per_client
+            options.session_idle_timeout,
+            options.max_sessions,
+            options.max_sessions_per_client,
+            question_timeout=options.question_timeout,
         )
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))

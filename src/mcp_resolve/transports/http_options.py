@@ -41,10 +41,15 @@ class HttpOptions:
     """How long a handshake call waits for the answers to its questions once its resumable stream broke."""
     health_path: str | None = "/health"
     """A GET route for load balancers: 200 when this worker can serve (and reach Redis, if it uses it)."""
+    question_timeout: float | None = 300.0
+    """Seconds a handshake-era call waits for the answer to a question it asked the client (elicitation,
+    sampling, roots) before the question fails with an error the call reports (None: no deadline)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be positive")
+        if self.question_timeout is not None and self.question_timeout <= 0:
+            raise ValueError("question_timeout must be positive (or None)")
         if self.sse_ping_interval <= 0:
             raise ValueError("sse_ping_interval must be positive")
         if self.sse_retry_ms < 0 or self.resume_window < 0:
