@@ -55,6 +55,7 @@ from .http_options import HttpOptions
 from .http_responses import json_response, refusal
 from .http_resume import LAST_EVENT_ID, fail_questions, get_stream, make_resumable
 from .http_sessions import Session, Sessions
+from .http_streams import LongStreams
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -91,8 +92,11 @@ def _carries_modern_meta(message: Incoming) -> bool:
     return isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
 
 
-def _address(scope: Scope) -> str:
-    """The client's address as the ASGI server reports it (a proxy's, unless forwarding headers are trusted)."""
+def _client(principal: str | None, scope: Scope) -> str:
+    """Whom per-client caps count: the principal when authenticated, else the address the ASGI server
+    reports (a proxy's, unless its forwarding headers are trusted: `trusted_proxies`)."""
+    if principal is not None:
+        return f"principal {principal}"
     client = scope.get("client")
     return f"address {client[0]}" if client else "address unknown"
 
@@ -123,6 +127,7 @@ class StreamableHTTPEndpoint:
             options.max_sessions_per_client,
             question_timeout=options.question_timeout,
         )
+        self.streams = LongStreams(options.max_streams, options.max_streams_per_client)
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
         self.fleet: SessionFleet | None = None
@@ -131,7 +136,7 @@ class StreamableHTTPEndpoint:
 
             self.fleet = SessionFleet(server, self.sessions, server.session_store)
             sweeper = partial(_together, sweeper, self.fleet.run)
-        self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper)
+        self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper, self.streams.stop)
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -261,6 +266,15 @@ class StreamableHTTPEndpoint:
             body = error_message(message.id, rejection.code, rejection.message, rejection.data)
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
         meta, principal = message.params["_meta"], self._principal(scope, receive)
+        if message.method == "subscriptions/listen":  # a long-lived stream: counted, and capped per client
+            client = _client(principal, scope)
+            refused = self.streams.refusal(client, message.id)
+            if refused is not None:
+                return refused
+            with self.streams.held(client, self.server.notifications.end_streams):
+                answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
+                await exchange.run(answer, receive, send)
+            return None
         answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
         await exchange.run(answer, receive, send)
         return None
@@ -284,7 +298,7 @@ class StreamableHTTPEndpoint:
                     INVALID_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required; send initialize first",
                 )
-            client = f"principal {principal}" if principal is not None else _address(scope)
+            client = _client(principal, scope)
             if not self.sessions.room_for(client):
                 return refusal(
                     429,
@@ -414,4 +428,9 @@ class StreamableHTTPEndpoint:
                 scope, receive, send
             )
         else:
-            await get_stream(self, session, headers.value(LAST_EVENT_ID), scope, receive, send)
+            crowded = self.streams.refusal(session.client)
+            if crowded is not None:
+                await crowded(scope, receive, send)
+                return
+            with self.streams.held(session.client) as stopping:
+                await get_stream(self, session, headers.value(LAST_EVENT_ID), scope, receive, send, stopping)
