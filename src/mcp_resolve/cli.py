@@ -393,7 +393,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         port=port,
         workers=args.workers,
         log_level=effective.lower() if effective in LEVELS else "info",
-        **uvicorn_options(ServerLimits()),
+        **uvicorn_options(ServerLimits(), workers=args.workers, trusted_proxies=settings.trusted_proxies),
     )
     return 0
 

@@ -101,6 +101,10 @@ class Settings(BaseSettings):
     allowed_origins: Names = None
     """`Origin` headers to accept, comma-separated (`https://app.example.com` or `*`). Unset: an origin
     whose host passes `allowed_hosts`."""
+    trusted_proxies: Names = None
+    """Reverse proxies whose `X-Forwarded-For` names the client, comma-separated IP addresses or
+    networks (`10.0.0.5`, `10.0.0.0/8`). Unset: the header is ignored and a client is its
+    connection's address."""
     log_level: LogLevel | None = None
     """Level of the `mcp_resolve` loggers (and of uvicorn's, over HTTP). Unset: INFO when mcp-resolve
     sets up logging, and logging you configured yourself is left alone."""
@@ -169,6 +173,21 @@ class Settings(BaseSettings):
                 raise ValueError("each entry must be scheme://host[:port] or *, comma-separated")
         return value
 
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _proxies(cls, value: Any) -> Any:
+        import ipaddress
+
+        value = _names(value)
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    "each entry must be an IP address or a network (10.0.0.0/8), comma-separated"
+                ) from None
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _level(cls, value: Any) -> Any:
@@ -221,6 +240,7 @@ class Settings(BaseSettings):
             f"host={self.host} port={self.port} path={self.path} "
             f"allowed_hosts={','.join(self.allowed_hosts) if self.allowed_hosts else '(default)'} "
             f"allowed_origins={','.join(self.allowed_origins) if self.allowed_origins else '(default)'} "
+            f"trusted_proxies={','.join(self.trusted_proxies) if self.trusted_proxies else '(none)'} "
             f"log_level={self.log_level or '(default)'} "
             f"state_keys={f'{len(keys)} set' if keys else 'unset'} "
             f"redis_url={'set' if self.redis_url is not None else 'unset'}"

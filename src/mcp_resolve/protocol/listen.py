@@ -16,9 +16,13 @@ It ends when the client goes (closing the HTTP stream, or
 `notifications/cancelled` on stdio), or when the server ends it
 (`end_streams()`, a backlog the client stopped reading, or the bus losing
 its backend), and then with the graceful-closure result carrying the same
-id, so the client knows to listen again. (At an HTTP server's shutdown the
-ASGI server closes the connections first: those streams just end, and their
-clients, seeing no result, listen again.)
+id, so the client knows to listen again. An HTTP server's app calls
+`end_streams()` as soon as its ASGI server begins to shut down
+(transports/http_streams), so those clients get the result too.
+
+Each stream holds a connection and a backlog, so they are bounded: at most
+`max_streams` in the process on any transport (well below the HTTP
+connection limit), and over HTTP also per client (http_streams).
 """
 
 from __future__ import annotations
@@ -55,6 +59,8 @@ logger = logging.getLogger("mcp_resolve.protocol")
 SUBSCRIPTION_ID_META_KEY = "io.modelcontextprotocol/subscriptionId"
 MAX_URIS = 256
 """Resource URIs one listen request may name: enough for a client, not a way to make the server hold megabytes."""
+MAX_STREAMS = 512
+"""Listen streams one process holds at once, on every transport together."""
 _FLAGS = {
     "toolsListChanged": ToolsListChanged,
     "promptsListChanged": PromptsListChanged,
@@ -122,7 +128,7 @@ class Notifications:
     """One server's fan-out: the bus listener, the open listen streams, and handshake sessions' channels."""
 
     def __init__(
-        self, server: MCPServer, bus: SubscriptionBus, *, max_streams: int = 1024, backlog: int = 256
+        self, server: MCPServer, bus: SubscriptionBus, *, max_streams: int = MAX_STREAMS, backlog: int = 256
     ):
         self.server = server
         self.bus = bus

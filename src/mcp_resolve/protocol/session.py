@@ -11,6 +11,7 @@ carries exactly its own request's notifications and questions.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections.abc import Mapping
 from functools import partial
@@ -79,6 +80,9 @@ class Connection:
     # The rest starts out the same on every connection (a 2026-07-28 POST makes one per request).
     standalone: Sink | None = None
     """Where messages that belong to no request go (stdout, an HTTP session's GET stream), while one is open."""
+    question_timeout: float | None = None
+    """Seconds a question to the client (`send_request`) waits for its answer; None: as long as the call runs.
+    HTTP sessions set it (`HttpOptions.question_timeout`): an answer lost on the way must not hold a call forever."""
     _last_request_id = 0  # of our own requests to the client
     _running = 0  # requests started by `receive` and not yet answered
     _initialized_bare = False  # `notifications/initialized` came with no `initialize` before it
@@ -329,16 +333,23 @@ class Connection:
         self._last_request_id = request_id = self._last_request_id + 1
         waiter = _Waiter()
         self._waiting[request_id] = waiter
+        timeout = self.question_timeout
         try:
             await sink({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-            await waiter.event.wait()
+            with anyio.move_on_after(timeout if timeout is not None else math.inf):
+                await waiter.event.wait()
+            if waiter.response is None:  # the deadline passed; the question is withdrawn like a cancelled one
+                await self._withdraw(request_id, sink)
         except anyio.get_cancelled_exc_class():
             await self._withdraw(request_id, sink)
             raise
         finally:
             self._waiting.pop(request_id, None)
         response = waiter.response
-        assert response is not None
+        if response is None:
+            raise MCPError(
+                INTERNAL_ERROR, f"the client did not answer {method} within {timeout:g} s (question_timeout)"
+            )
         if response.error is not None:
             # The client's error object is its own: anything but an integer code or a string message
             # is read as a plain internal error rather than trusted.

@@ -14,6 +14,7 @@ lifespan to the parent's instead, give the parent ours:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -137,6 +138,20 @@ def default_allowed_hosts(host: str) -> list[str] | None:
     return None if host in LOOPBACK_HOSTS else [*LOOPBACK_HOSTS, host]
 
 
+def _stream_room(options: dict[str, Any], limits: ServerLimits) -> int:
+    """`max_streams` for an app served with `limits`: what it asked for, within the unreserved connections."""
+    room = limits.stream_connections
+    if "max_streams" not in options:
+        return room
+    asked = options["max_streams"]
+    if asked is None or asked > room:
+        raise ValueError(
+            f"max_streams={asked} would let long-lived streams take the connections kept for short "
+            f"requests: at most max_connections - reserved_connections = {room} (ServerLimits)"
+        )
+    return int(asked)
+
+
 def serve_http(
     server: MCPServer,
     *,
@@ -147,16 +162,19 @@ def serve_http(
     app_import: str | None = None,
     log_level: str | None = None,
     limits: ServerLimits | None = None,
+    trusted_proxies: Sequence[str] | None = None,
     **options: Any,
 ) -> None:
     """Serve until stopped. Several workers need `app_import` ("package.module:app"), as uvicorn imports the app in each.
 
-    `host`, `port`, `path`, `log_level`, `allowed_hosts` and `allowed_origins`
-    not passed come from the environment (MCP_RESOLVE_HOST, ...), else the
-    defaults: 127.0.0.1, 8000, /mcp, INFO, loopback names (plus a named host),
-    origins whose host is allowed. uvicorn runs with `limits` (default
-    `ServerLimits()`): bounded connections, header size and time for a
-    request to arrive; see `uvicorn_limits`.
+    `host`, `port`, `path`, `log_level`, `allowed_hosts`, `allowed_origins`
+    and `trusted_proxies` not passed come from the environment
+    (MCP_RESOLVE_HOST, ...), else the defaults: 127.0.0.1, 8000, /mcp, INFO,
+    loopback names (plus a named host), origins whose host is allowed, no
+    proxy trusted. uvicorn runs with `limits` (default `ServerLimits()`):
+    bounded connections, header size and time for a request to arrive; see
+    `uvicorn_limits`. The app's long-lived streams (`max_streams`) get at
+    most the connections `limits` does not reserve for short requests.
     """
     from ..logs import configure_logging
     from ..settings import load_settings
@@ -170,7 +188,9 @@ def serve_http(
     check_state_keys(server, workers)
     from .uvicorn_limits import ServerLimits, uvicorn_options
 
-    bounded = uvicorn_options(limits or ServerLimits(), workers=workers)
+    limits = limits or ServerLimits()
+    trusted = settings.trusted_proxies if trusted_proxies is None else trusted_proxies
+    bounded = uvicorn_options(limits, workers=workers, trusted_proxies=trusted)
     uvicorn_level = level.lower() if level in _UVICORN_LEVELS else "info"
     if workers > 1:
         if app_import is None or options or path != "/mcp":
@@ -185,6 +205,7 @@ def serve_http(
             options[name] = getattr(settings, name)
     if options["allowed_hosts"] is None:
         options["allowed_hosts"] = default_allowed_hosts(host)
+    options["max_streams"] = _stream_room(options, limits)
     app = create_app(server, path=path, **options)
     uvicorn.run(
         app,

@@ -48,13 +48,14 @@ from ..protocol.jsonrpc import (
 from .http_body import ClientGone, read_body
 from .http_exchange import Exchange
 from .http_headers import RequestHeaders, modern_rejection
-from .http_hosts import HostPolicy, OriginPolicy
+from .http_hosts import HostPolicy, OriginPolicy, parse_host
 from .http_lifespan import AppLifespan
 from .http_media import accepted_media, post_media
 from .http_options import HttpOptions
 from .http_responses import json_response, refusal
 from .http_resume import LAST_EVENT_ID, fail_questions, get_stream, make_resumable
 from .http_sessions import Session, Sessions
+from .http_streams import LongStreams
 
 if TYPE_CHECKING:
     from ..server import MCPServer
@@ -92,9 +93,15 @@ def _carries_modern_meta(message: Incoming) -> bool:
 
 
 def _address(scope: Scope) -> str:
-    """The client's address as the ASGI server reports it (a proxy's, unless forwarding headers are trusted)."""
+    """The client's address as the ASGI server reports it (a proxy's, unless its forwarding headers are
+    trusted: `trusted_proxies`)."""
     client = scope.get("client")
     return f"address {client[0]}" if client else "address unknown"
+
+
+def _client(principal: str | None, scope: Scope) -> str:
+    """Whom per-client caps count: the principal when authenticated, else the address."""
+    return f"principal {principal}" if principal is not None else _address(scope)
 
 
 async def _together(*jobs: Callable[[], Coroutine[Any, Any, None]] | None) -> None:
@@ -118,8 +125,12 @@ class StreamableHTTPEndpoint:
         self.hosts = HostPolicy(options.allowed_hosts)
         self.origins = OriginPolicy(options.allowed_origins, self.hosts)
         self.sessions = Sessions(
-            options.session_idle_timeout, options.max_sessions, options.max_sessions_per_client
+            options.session_idle_timeout,
+            options.max_sessions,
+            options.max_sessions_per_client,
+            question_timeout=options.question_timeout,
         )
+        self.streams = LongStreams(options.max_streams, options.max_streams_per_client)
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
         self.fleet: SessionFleet | None = None
@@ -128,7 +139,7 @@ class StreamableHTTPEndpoint:
 
             self.fleet = SessionFleet(server, self.sessions, server.session_store)
             sweeper = partial(_together, sweeper, self.fleet.run)
-        self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper)
+        self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper, self.streams.stop)
 
     # -- ASGI ------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -154,7 +165,11 @@ class StreamableHTTPEndpoint:
 
     def _screen(self, headers: RequestHeaders) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
-        if not self.hosts.allows_raw(headers.raw.get(b"host")):
+        host = headers.raw.get(b"host")
+        if not self.hosts.allows_raw(host):
+            if host is not None and parse_host(host.decode("latin-1")) is None:
+                logger.warning("refused a request for a malformed Host %r", host[:100].decode("latin-1"))
+                return refusal(400, INVALID_REQUEST, "Bad Request: malformed Host header (RFC 9110)")
             logger.warning("refused a request for Host %r (allowed_hosts)", headers.value(b"host"))
             return refusal(
                 403, INVALID_REQUEST, "Forbidden: this Host is not allowed (DNS rebinding protection)"
@@ -255,6 +270,15 @@ class StreamableHTTPEndpoint:
             return json_response(_ERROR_STATUS.get(rejection.code, 400), body)
         meta, principal = message.params["_meta"], self._principal(scope, receive)
         message.peer = _address(scope)
+        if message.method == "subscriptions/listen":  # a long-lived stream: counted, and capped per client
+            client = _client(principal, scope)
+            refused = self.streams.refusal(client, message.id)
+            if refused is not None:
+                return refused
+            with self.streams.held(client, self.server.notifications.end_streams):
+                answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
+                await exchange.run(answer, receive, send)
+            return None
         answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
         await exchange.run(answer, receive, send)
         return None
@@ -278,7 +302,7 @@ class StreamableHTTPEndpoint:
                     INVALID_REQUEST,
                     "Bad Request: the Mcp-Session-Id header is required; send initialize first",
                 )
-            client = f"principal {principal}" if principal is not None else _address(scope)
+            client = _client(principal, scope)
             if not self.sessions.room_for(client):
                 return refusal(
                     429,
@@ -408,4 +432,9 @@ class StreamableHTTPEndpoint:
                 scope, receive, send
             )
         else:
-            await get_stream(self, session, headers.value(LAST_EVENT_ID), scope, receive, send)
+            crowded = self.streams.refusal(session.client)
+            if crowded is not None:
+                await crowded(scope, receive, send)
+                return
+            with self.streams.held(session.client) as stopping:
+                await get_stream(self, session, headers.value(LAST_EVENT_ID), scope, receive, send, stopping)

@@ -6,6 +6,13 @@ app's lifespan), so the first request enters it instead, in a task of its own
 that lives as long as the event loop: asyncio cancels it at shutdown, which
 runs the server's lifespan exit. A parent that wants the exit tied to its own
 shutdown passes `lifespan=mcp_app.router.lifespan_context`.
+
+An ASGI server runs the lifespan's exit only after its open connections have
+closed, or after its graceful timeout: too late for streams that end only when
+asked (a `subscriptions/listen` stream, a handshake-era GET stream). While the
+lifespan runs, the app is therefore also listed for `server_stopping()`, which
+the ASGI server calls (from its event loop) when a graceful shutdown begins:
+uvicorn with our protocol does (uvicorn_limits), and so can any other server.
 """
 
 from __future__ import annotations
@@ -24,9 +31,23 @@ from .http_workers import serving_processes
 if TYPE_CHECKING:
     from ..server import MCPServer
 
-__all__ = ["AppLifespan"]
+__all__ = ["AppLifespan", "server_stopping"]
 
 logger = logging.getLogger("mcp_resolve.http")
+
+_STOPPING: list[tuple[asyncio.AbstractEventLoop, Callable[[], None]]] = []
+"""The apps whose lifespan runs, with their event loop: what `server_stopping` tells."""
+
+
+def server_stopping() -> None:
+    """The ASGI server on this event loop begins a graceful shutdown: its apps end their long-lived streams now."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    for owner, stop in list(_STOPPING):
+        if owner is loop:
+            stop()
 
 
 class AppLifespan:
@@ -37,9 +58,12 @@ class AppLifespan:
         server: MCPServer,
         on_exit: Callable[[], None],
         background: Callable[[], Coroutine[Any, Any, None]] | None = None,
+        on_stopping: Callable[[], None] | None = None,
     ) -> None:
         self.server = server
         self.on_exit = on_exit
+        self.on_stopping = on_stopping
+        """Called once the ASGI server begins to shut down (`server_stopping`), before `on_exit`."""
         self.background = background
         """Runs while the lifespan does (the session sweeper), cancelled at exit."""
         self.running = False
@@ -57,12 +81,25 @@ class AppLifespan:
             if self.background is not None:
                 group.start_soon(self.background)
             self.running = True
+            listed = self._list_for_stopping()
             try:
                 yield
             finally:
+                if listed is not None:
+                    _STOPPING.remove(listed)
                 self.running = False
                 self.on_exit()
                 group.cancel_scope.cancel()
+
+    def _list_for_stopping(self) -> tuple[asyncio.AbstractEventLoop, Callable[[], None]] | None:
+        if self.on_stopping is None:
+            return None
+        try:
+            entry = (asyncio.get_running_loop(), self.on_stopping)
+        except RuntimeError:  # not asyncio (trio): no server of ours runs it
+            return None
+        _STOPPING.append(entry)
+        return entry
 
     async def ensure(self) -> None:
         """Enter the lifespan now unless it runs already (the app is mounted in a parent)."""

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "HttpOptions"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_STREAMS", "HttpOptions"]
 
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_STREAMS = 800
+"""uvicorn's connection limit under `serve_http` (1000) less the connections kept for short requests (200)."""
 
 
 @dataclass(frozen=True)
@@ -41,10 +43,22 @@ class HttpOptions:
     """How long a handshake call waits for the answers to its questions once its resumable stream broke."""
     health_path: str | None = "/health"
     """A GET route for load balancers: 200 when this worker can serve (and reach Redis, if it uses it)."""
+    max_streams: int | None = DEFAULT_MAX_STREAMS
+    """Long-lived streams (`subscriptions/listen`, handshake GET streams) open at once; past it 503 (None: no bound).
+    Keep it below the ASGI server's connection limit: the difference is what short requests can always get."""
+    max_streams_per_client: int | None = 32
+    """Long-lived streams one client (its principal, else its address) may hold open; past it 429."""
+    question_timeout: float | None = 300.0
+    """Seconds a handshake-era call waits for the answer to a question it asked the client (elicitation,
+    sampling, roots) before the question fails with an error the call reports (None: no deadline)."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be positive")
+        for name in ("max_streams", "max_streams_per_client", "question_timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive (or None)")
         if self.sse_ping_interval <= 0:
             raise ValueError("sse_ping_interval must be positive")
         if self.sse_retry_ms < 0 or self.resume_window < 0:

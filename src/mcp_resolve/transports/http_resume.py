@@ -136,22 +136,28 @@ async def get_stream(
     scope: Scope,
     receive: Receive,
     send: Send,
+    stopping: anyio.Event | None = None,
 ) -> None:
-    """A session's GET stream (http_standalone): recorded when the server keeps events, resumed from `Last-Event-ID`."""
+    """A session's GET stream (http_standalone): recorded when the server keeps events, resumed from `Last-Event-ID`.
+
+    It ends, cleanly, once `stopping` is set (the server shuts down).
+    """
     store, state = endpoint.server.event_store, session.connection.handshake
     ping, fleet = endpoint.options.sse_ping_interval, endpoint.fleet
     if store is None or state is None or state.protocol_version < RESUMABLE_FROM:
-        await standalone_stream(session, receive, send, ping, fleet=fleet)
+        await standalone_stream(session, receive, send, ping, fleet=fleet, stopping=stopping)
         return
 
     async def live(stream_id: str | None, missed: bytes = b"") -> None:
         recorder = Recorder(store, session.id, None, endpoint.options.sse_retry_ms, stream_id)
-        await standalone_stream(session, receive, send, ping, recorder=recorder, missed=missed, fleet=fleet)
+        await standalone_stream(
+            session, receive, send, ping, recorder=recorder, missed=missed, fleet=fleet, stopping=stopping
+        )
 
     if last_event_id is None:
         await live(None)
     else:
-        await resume(store, session, last_event_id, scope, receive, send, ping, live)
+        await resume(store, session, last_event_id, scope, receive, send, ping, live, stopping)
 
 
 async def resume(
@@ -163,6 +169,7 @@ async def resume(
     send: Send,
     ping_interval: float,
     standalone: Callable[[str, bytes], Awaitable[None]],
+    stopping: anyio.Event | None = None,
 ) -> None:
     """Answer a GET with `Last-Event-ID`: replay that stream after the event, then follow it or go on as the GET stream.
 
@@ -202,12 +209,19 @@ async def resume(
             group.cancel_scope.cancel()
 
         group.start_soon(watch)
+        if stopping is not None:
+            group.start_soon(_cancel_when, stopping, group.cancel_scope)
         await _follow(store, session.id, last_event_id, request_id, send, ping_interval)
         group.cancel_scope.cancel()
     try:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 async def _follow(

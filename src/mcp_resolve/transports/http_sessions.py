@@ -79,8 +79,10 @@ class Sessions:
         limit: int | None,
         per_client: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        question_timeout: float | None = None,
     ) -> None:
         self.idle_timeout = idle_timeout
+        self.question_timeout = question_timeout
         self.limit = limit
         self.per_client = per_client
         self.clock = clock
@@ -117,7 +119,9 @@ class Sessions:
 
     def new(self, server: MCPServer, principal: str | None, client: str) -> Session:
         """A session that exists only once `add`ed (after its `initialize` succeeded)."""
-        return Session(server, principal, client, self.clock)
+        session = Session(server, principal, client, self.clock)
+        session.connection.question_timeout = self.question_timeout
+        return session
 
     def add(self, session: Session) -> None:
         self.sweep()

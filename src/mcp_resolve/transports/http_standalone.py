@@ -2,7 +2,7 @@
 
 It carries resource updates to a subscriber and list changes, plus
 keep-alives; the newest GET stream of a session is the one used. It ends on
-DELETE, at shutdown, when the client leaves, or (in a fleet) when the
+DELETE, as soon as the server begins to shut down, when the client leaves, or (in a fleet) when the
 session is found gone from the shared store at a ping. With an event store
 it is resumable like a POST's stream: primed with an id and the `retry`
 hint, every event with its id, and a GET with `Last-Event-ID` of this
@@ -39,6 +39,7 @@ async def standalone_stream(
     recorder: Recorder | None = None,
     missed: bytes = b"",
     fleet: SessionFleet | None = None,
+    stopping: anyio.Event | None = None,
 ) -> None:
     """Serve the GET stream until it ends; `missed` (a resumption's replay) goes out right after the start."""
     start = {
@@ -72,7 +73,7 @@ async def standalone_stream(
         await write(opening)
     session.connection.standalone = deliver
     try:
-        await _hold(session, receive, write, ping_interval, fleet)
+        await _hold(session, receive, write, ping_interval, fleet, stopping)
     finally:
         if session.connection.standalone is deliver:
             session.connection.standalone = None
@@ -86,7 +87,15 @@ async def _hold(
     write: Callable[[bytes, bool], Awaitable[None]],
     ping_interval: float,
     fleet: SessionFleet | None,
+    stopping: anyio.Event | None,
 ) -> None:
+    # The stream ends when the session closes or, if the server may end it (shutdown), when either happens.
+    ended = session.closed if stopping is None else anyio.Event()
+
+    async def relay(event: anyio.Event) -> None:
+        await event.wait()
+        ended.set()
+
     async with anyio.create_task_group() as group:
 
         async def watch() -> None:
@@ -95,11 +104,14 @@ async def _hold(
             group.cancel_scope.cancel()
 
         group.start_soon(watch)
+        if stopping is not None:
+            group.start_soon(relay, session.closed)
+            group.start_soon(relay, stopping)
         with session.activity():
-            while not session.closed.is_set():
+            while not ended.is_set():
                 with anyio.move_on_after(ping_interval):
-                    await session.closed.wait()
-                if not session.closed.is_set():
+                    await ended.wait()
+                if not ended.is_set():
                     if fleet is not None and not await fleet.alive(session):
                         fleet.forget(session)
                         break
