@@ -20,7 +20,7 @@ enough to take such a server down. `mcp.run(transport="streamable-http")` and
 
 `GuardedHttpToolsProtocol` overrides six protocol and parser callbacks of
 uvicorn's `HttpToolsProtocol`, internals that can change between uvicorn releases. Its
-cost is one timer per request (about 1 us on ~250 us of server CPU per call).
+cost is one timer per request (docs/performance.md).
 If the class no longer has the hooks it relies on, or httptools is absent,
 `uvicorn_options` falls back to uvicorn's h11 protocol, which keeps the header
 cap but has no read deadline; the fallback is logged.
