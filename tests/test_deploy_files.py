@@ -43,3 +43,28 @@ def test_the_dockerfile_serves_the_refund_desk_on_the_port_nginx_uses() -> None:
     assert argv[argv.index("--port") + 1] == "8000" and argv[argv.index("--host") + 1] == "0.0.0.0"
     assert "EXPOSE 8000" in dockerfile and "/health" in dockerfile
     assert shlex.split(" ".join(argv))  # plain words, nothing a shell would have to interpret
+
+
+def _directives(text: str) -> list[str]:
+    """An nginx configuration's lines without comments, indentation or blank lines."""
+    return [line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_pages_whole_nginx_conf_is_deploy_nginx_conf_on_loopback_inside_its_wrapper() -> None:
+    """docs/deploy.md's nginx.conf for one machine holds deploy/nginx.conf as it is, but for the addresses."""
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    blocks = re.findall(r"^```text\n(# save as nginx/nginx\.conf\n.*?)^```$", page, re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1
+    whole = _directives(blocks[0])
+    site = (DEPLOY / "nginx.conf").read_text()
+    for index in (1, 2, 3):
+        site = site.replace(f"worker{index}:8000", f"127.0.0.1:800{index}")
+    site = site.replace("listen 8080;", "listen 127.0.0.1:8080;")
+    part = _directives(site)
+    starts = [i for i in range(len(whole)) if whole[i : i + len(part)] == part]
+    assert len(starts) == 1, "the page's nginx.conf no longer holds docs/deploy/nginx.conf"
+    wrapper, after = whole[: starts[0]], whole[starts[0] + len(part) :]
+    assert after == ["}"]  # the http block's end, nothing more
+    assert "http {" in wrapper and "events {" in wrapper and any(line.startswith("pid ") for line in wrapper)
+    for temp in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        assert any(line.startswith(f"{temp}_temp_path ") for line in wrapper), temp

@@ -5,17 +5,19 @@ and the resolver engine all use these, and none of them owns them.
 
 Two shortcuts past anyio's portable API live here, and only here; each is
 used only on asyncio, has its plain counterpart next to it (what trio runs,
-and what the tests run too), and was kept because it pays:
+and what the tests run too), and was kept because it pays (what each
+measured: docs/performance.md):
 
 * `asyncio_cancel_scope`: anyio's asyncio `CancelScope` class, instantiated
-  directly. `anyio.CancelScope()` looks the running backend up on every call:
-  0.9-1.4 us a scope instead of 3.1-3.6 us, W3 -4.5 % instructions. If anyio
-  ever stops letting its backend class be built that way, the probe in
-  `asyncio_cancel_scope` notices and the plain `anyio.CancelScope` is used.
+  directly, since `anyio.CancelScope()` looks the running backend up on every
+  call, per request and per resolver task. If anyio ever stops letting its
+  backend class be built that way, the probe in `asyncio_cancel_scope`
+  notices and the plain `anyio.CancelScope` is used.
 * `_AsyncioTaskSet`: concurrent resolvers as plain asyncio tasks and one
-  future, instead of a task group, its scopes and a memory stream: about
-  28 us against 150 us for two resolvers ready together (a refund -20 %
-  instructions). It uses only asyncio's public API and anyio's scopes.
+  future, instead of a task group, its scopes and a memory stream, which cost
+  several times more for a few resolvers ready together. It uses only
+  asyncio's public API and anyio's scopes; the plain counterpart is
+  `_GroupTaskSet`, anyio's task group.
 
 The contract of a task set is the task group's: every task started in it has
 ended when the `async with` block is left. Leaving it by an exception (the call

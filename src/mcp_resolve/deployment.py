@@ -10,6 +10,8 @@ on any worker. Refusing to start is kinder than failing at random.
 from __future__ import annotations
 
 import logging
+import os
+import urllib.parse
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +29,8 @@ __all__ = [
     "check_state_keys",
     "choose_keys_and_stores",
     "choose_stores",
+    "describe_stores",
+    "log_stores",
     "process_local_stores",
     "warn_local_claims",
 ]
@@ -55,6 +59,7 @@ def check_state_keys(server: MCPServer, workers: int) -> None:
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
+    log_stores(server)
     if workers > 1 and not server.request_state_security.is_ephemeral:
         _check_shared_stores(server, workers)
         return
@@ -155,6 +160,63 @@ def choose_stores(
     server.replay_store = MemoryReplayStore() if replay_store is None else replay_store
     server.subscription_bus = subscription_bus
     server.event_store = event_store
+
+
+def describe_stores(server: MCPServer) -> str:
+    """Where each store of `server` keeps its data, in one line: the backend's class, and the Redis address.
+
+    The address is only `scheme://host:port/db`: never a password, a user
+    name or a query (which may carry one).
+    """
+    tasks = server.task_store
+    if tasks is None:
+        task_backend = "MemoryTaskStore"
+    elif isinstance(tasks, (str, os.PathLike)):
+        task_backend = "SqliteTaskStore"
+    else:
+        task_backend = type(tasks).__name__
+    session_store = server.session_store
+    bus = server.subscription_bus
+    described = (
+        f"replay {type(server.replay_store).__name__}, "
+        f"sessions {'in this process' if session_store is None else type(session_store).__name__}, "
+        f"events {'none' if server.event_store is None else type(server.event_store).__name__}, "
+        f"subscriptions {'InMemorySubscriptionBus' if bus is None else type(bus).__name__}, "
+        f"tasks {task_backend}"
+    )
+    if server.redis is not None:
+        described += f" (Redis at {_redis_address(server.redis.safe_url)})"
+    return described
+
+
+def _redis_address(safe_url: str) -> str:
+    """`scheme://host:port/db` of an already redacted Redis URL: the user name goes too."""
+    try:
+        parts = urllib.parse.urlsplit(safe_url)
+        if parts.scheme == "unix":
+            return f"unix://{parts.path}"
+        host = parts.hostname or "localhost"
+        host = f"[{host}]" if ":" in host else host
+        return f"{parts.scheme}://{host}:{parts.port or 6379}{parts.path or '/0'}"
+    except ValueError:
+        return "<unparsable redis url>"
+
+
+_logged_stores: weakref.WeakSet[Any] = weakref.WeakSet()
+stores_logger = logging.getLogger("mcp_resolve.stores")
+
+
+def log_stores(server: MCPServer) -> None:
+    """Say once per server, at INFO, which backend each store uses (Redis or this process).
+
+    Called when HTTP serving starts (`check_state_keys`: the CLI, `serve_http`,
+    each worker's lifespan), where a fleet's operator looks for it. A stdio
+    server says nothing: its stderr is its client's to show.
+    """
+    if server in _logged_stores:
+        return
+    _logged_stores.add(server)
+    stores_logger.info("%s", describe_stores(server))
 
 
 def process_local_stores(server: MCPServer) -> list[str]:

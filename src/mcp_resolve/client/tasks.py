@@ -57,6 +57,7 @@ class TaskInfo(BaseModel):
 
     @property
     def done(self) -> bool:
+        """Whether the task has ended: `completed`, `failed` or `cancelled`."""
         return self.status in ("completed", "failed", "cancelled")
 
 

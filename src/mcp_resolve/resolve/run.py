@@ -13,10 +13,11 @@ first, as the sequential run would, because its answer may end the call sooner.
 Three ways through a call, the cheaper two taken only where they give the
 same result as the general one (tests/test_resolve_straight.py and the
 concurrency tests pin that down): a straight plan (each resolver needing the
-one before) is walked in order with no bookkeeping (W2 -12 % instructions,
--7 % server CPU over HTTP); while exactly one resolver can run it is awaited in
-place, with no task (W2 477 -> 166 us a call when it went in); otherwise
-resolvers run as tasks of a task set (`mcp_resolve.concurrency`).
+one before) is walked in order with no bookkeeping; while exactly one resolver
+can run it is awaited in place, with no task; otherwise resolvers run as tasks
+of a task set (`mcp_resolve.concurrency`), the general run that either of the
+other two hands over to as soon as its condition stops holding. What the two
+save: docs/performance.md.
 
 The engine never touches a wire. Questions go to a `Questioner` that the
 protocol layer builds for the request and the caller hands to the run: the handshake era asks mid-call, the

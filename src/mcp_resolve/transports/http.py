@@ -53,10 +53,10 @@ class StreamableHTTPApp(Starlette):
     """A Starlette app with one route, the MCP endpoint, which requests for it reach directly.
 
     Starlette's error and exception middleware and its router cost a request
-    more than a tenth of what serving a plain JSON answer costs (12-18 us and
-    about 50 cold-cache misses a call, measured when this went in), and add
-    nothing for this endpoint (it raises no HTTPException, and the ASGI server
-    answers 500 to an error just as ServerErrorMiddleware would). Anything else
+    a noticeable share of what serving a plain JSON answer costs
+    (docs/performance.md), and add nothing for this endpoint (it raises no
+    HTTPException, and the ASGI server answers 500 to an error just as
+    ServerErrorMiddleware would). Anything else
     (other paths, a root_path, middleware or exception handlers added by the
     user, the lifespan) takes the regular Starlette path, and so does
     everything should Starlette rename the two attributes read here

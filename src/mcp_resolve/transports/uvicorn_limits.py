@@ -34,8 +34,8 @@ address its per-client caps are counted under.
 
 `GuardedHttpToolsProtocol` overrides seven protocol and parser callbacks of
 uvicorn's `HttpToolsProtocol`, internals that can change between uvicorn releases. Its
-cost is one timer per request (about 1 us on ~250 us of server CPU per call)
-and a dictionary update per connection.
+cost is one timer per request and a dictionary update per connection
+(docs/performance.md).
 If the class no longer has the hooks it relies on, or httptools is absent,
 `uvicorn_options` falls back to uvicorn's h11 protocol, which keeps the header
 cap but has no read deadline, no per-address cap and no early end of
