@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 from mcp_resolve import Client, Context, MCPServer, Resolve
-from mcp_resolve.signature import ArgumentError, HandlerSignature, Overrides, _describe
+from mcp_resolve._signature import ArgumentError, HandlerSignature, Overrides, _describe
 
 
 class Address(BaseModel):

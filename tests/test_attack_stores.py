@@ -40,10 +40,10 @@ from http_helpers import serving
 from mcp_resolve import MCPServer
 from mcp_resolve.protocol.handshake import MAX_CLIENT_BYTES, MAX_SUBSCRIPTION_BYTES, MAX_SUBSCRIPTIONS
 from mcp_resolve.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
+from mcp_resolve.stores._redis.connection import RedisConnection
+from mcp_resolve.stores._redis.events import RedisEventStore
+from mcp_resolve.stores._redis.tasks import RedisTaskStore
 from mcp_resolve.stores.events import MemoryEventStore
-from mcp_resolve.stores.redis_conn import RedisConnection
-from mcp_resolve.stores.redis_events import RedisEventStore
-from mcp_resolve.stores.redis_tasks import RedisTaskStore
 from mcp_resolve.tasks import TaskOptions
 from redis_helpers import redis_server
 from servers.attack_http import BOTH, AttackHttp, Tracebacks, serving_with_tracebacks

@@ -26,7 +26,7 @@ from auth_helpers import TestIssuer, forged_tokens, issuer_served, serve_at_know
 from http_helpers import free_port
 from mcp_resolve import MCPServer
 from mcp_resolve.auth import AccessToken, AuthSettings, JWTVerifier
-from mcp_resolve.transports.http_bearer import BearerCheck
+from mcp_resolve.transports.http._auth.bearer import BearerCheck
 
 pytestmark = pytest.mark.anyio
 
@@ -373,7 +373,7 @@ def test_an_open_server_loads_nothing_of_auth() -> None:
         "def ping() -> str:\n"
         "    return 'pong'\n"
         "mcp.streamable_http_app()\n"
-        "loaded = [m for m in sys.modules if m.startswith(('joserfc', 'mcp_resolve.auth', 'mcp_resolve.transports.http_bearer', 'mcp_resolve.transports.http_prm'))]\n"
+        "loaded = [m for m in sys.modules if m.startswith(('joserfc', 'mcp_resolve.auth', 'mcp_resolve.transports.http._auth.bearer', 'mcp_resolve.transports.http._auth.prm'))]\n"
         "print(loaded)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

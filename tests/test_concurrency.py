@@ -7,7 +7,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from mcp_resolve.concurrency import _AsyncioTaskSet, _GroupTaskSet, asyncio_cancel_scope, cancel_scope
+from mcp_resolve._concurrency import _AsyncioTaskSet, _GroupTaskSet, asyncio_cancel_scope, cancel_scope
 
 pytestmark = pytest.mark.anyio
 

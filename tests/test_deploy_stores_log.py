@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from mcp_resolve import MCPServer, RequestStateSecurity, SqliteReplayStore
-from mcp_resolve.deployment import check_state_keys
+from mcp_resolve.server._deployment import check_state_keys
 from mcp_resolve.stores.events import MemoryEventStore
 
 KEYS = RequestStateSecurity(keys=["a-shared-secret-of-at-least-32-bytes!!"])

@@ -24,7 +24,7 @@ from starlette.routing import Mount, Route
 
 from http_helpers import http_server, serving
 from mcp_resolve import Client, Context, MCPServer, RequestStateSecurity
-from mcp_resolve.deployment import check_state_keys
+from mcp_resolve.server._deployment import check_state_keys
 from mcp_resolve.transports.http import serve_http
 
 pytestmark = pytest.mark.anyio
@@ -570,7 +570,7 @@ def _chunk(body: bytes, more: bool) -> dict[str, Any]:
 
 
 async def test_read_body_whole_chunked_oversized_and_abandoned() -> None:
-    from mcp_resolve.transports.http_body import DRAIN_LIMIT, ClientGone, read_body
+    from mcp_resolve.transports.http._wire.body import DRAIN_LIMIT, ClientGone, read_body
 
     # A body that arrives whole needs no declared length (not even a readable one).
     assert await read_body(_Chunks(_chunk(b"{}", False)), 10, b"junk") == b"{}"

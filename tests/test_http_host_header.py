@@ -15,7 +15,7 @@ import pytest
 
 from http_helpers import http_server
 from mcp_resolve import MCPServer
-from mcp_resolve.transports.http_hosts import HostPolicy, parse_host
+from mcp_resolve.transports.http._wire.hosts import HostPolicy, parse_host
 
 MALFORMED = [
     "localhost:80@evil.com",

@@ -1,7 +1,7 @@
 """`RequestHeaders`: the request's headers as text, decoded only as far as they are read; Host verdicts from raw values."""
 
-from mcp_resolve.transports.http_headers import RequestHeaders
-from mcp_resolve.transports.http_hosts import HostPolicy
+from mcp_resolve.transports.http._wire.headers import RequestHeaders
+from mcp_resolve.transports.http._wire.hosts import HostPolicy
 
 PAIRS = [
     (b"host", b"127.0.0.1:8000"),

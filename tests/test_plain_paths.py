@@ -18,9 +18,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from http_helpers import http_server, refund_answers, run_refund_trajectory
-from mcp_resolve import Client, MCPServer, ToolError, concurrency, signature
+from mcp_resolve import Client, MCPServer, ToolError
+from mcp_resolve import _concurrency as concurrency
+from mcp_resolve import _signature as signature
 from mcp_resolve.resolve import run as engine
-from mcp_resolve.transports import http_exchange
+from mcp_resolve.transports.http._exchange import exchange as http_exchange
 
 pytestmark = pytest.mark.anyio
 

@@ -343,12 +343,12 @@ def test_a_bare_context_passes_mypy_strict_as_the_docs_show_it(tmp_path: Path) -
 
 
 def test_the_cacheable_methods_are_the_protocols() -> None:
-    """mcp_resolve.caching spells them out (importing mcp_types.methods is slow); they must not drift."""
+    """mcp_resolve._caching spells them out (importing mcp_types.methods is slow); they must not drift."""
     from typing import get_args
 
     from mcp_types import methods
 
-    from mcp_resolve import caching
+    from mcp_resolve import _caching as caching
 
     assert caching.CACHEABLE_METHODS == methods.CACHEABLE_METHODS
     assert set(get_args(caching.CacheableMethod)) == set(get_args(methods.CacheableMethod))

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 import pytest
 
+from mcp_resolve.stores._redis.connection import RedisConnection
+from mcp_resolve.stores._redis.events import RedisEventStore
 from mcp_resolve.stores.events import UnknownEvent
-from mcp_resolve.stores.redis_conn import RedisConnection
-from mcp_resolve.stores.redis_events import RedisEventStore
 from redis_helpers import RedisServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -38,8 +38,8 @@ from fleet_helpers import PYTHON, Nginx, wait_healthy
 from http_helpers import free_port, http_server
 from mcp_resolve import Elicit, MCPServer, RequestStateSecurity, Resolve
 from mcp_resolve.replay import RoundClaim, RoundStore
-from mcp_resolve.stores.redis_conn import StoreUnavailable
-from mcp_resolve.stores.redis_replay import RedisReplayStore
+from mcp_resolve.stores._redis.connection import StoreUnavailable
+from mcp_resolve.stores._redis.replay import RedisReplayStore
 from redis_helpers import RedisServer
 from servers.state_wire import FROZEN, MODERN_META, accept
 

@@ -22,12 +22,12 @@ import pytest
 from conftest import initialize_request
 from http_helpers import http_server
 from mcp_resolve import Elicit, MCPServer, RequestStateSecurity, Resolve
+from mcp_resolve.stores._redis.bus import RedisSubscriptionBus
+from mcp_resolve.stores._redis.connection import RedisConnection, StoreUnavailable, redact
+from mcp_resolve.stores._redis.events import RedisEventStore
+from mcp_resolve.stores._redis.replay import RedisReplayStore
 from mcp_resolve.stores.bus import ResourceUpdated, ToolsListChanged
 from mcp_resolve.stores.events import UnknownEvent
-from mcp_resolve.stores.redis_bus import RedisSubscriptionBus
-from mcp_resolve.stores.redis_conn import RedisConnection, StoreUnavailable, redact
-from mcp_resolve.stores.redis_events import RedisEventStore
-from mcp_resolve.stores.redis_replay import RedisReplayStore
 from mcp_resolve.stores.sessions import RedisSessionStore
 from redis_helpers import RedisServer
 

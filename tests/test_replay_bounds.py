@@ -24,8 +24,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from mcp_resolve.errors import MCPError
 from mcp_resolve.replay import PURGE_GRACE, MemoryReplayStore, ReplayStoreFull, SqliteReplayStore
-from mcp_resolve.stores.redis_conn import RedisConnection
-from mcp_resolve.stores.redis_replay import RedisReplayStore
+from mcp_resolve.stores._redis.connection import RedisConnection
+from mcp_resolve.stores._redis.replay import RedisReplayStore
 from mcp_resolve.telemetry import instrument
 from redis_helpers import RedisServer
 from servers.state_server import build_refund_desk

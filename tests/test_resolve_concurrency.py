@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from conftest import initialize_request
 from mcp_resolve import Client, Elicit, MCPServer, Resolve, ToolError
-from mcp_resolve.concurrency import _GroupTaskSet
+from mcp_resolve._concurrency import _GroupTaskSet
 from mcp_resolve.resolve import run as engine
 from mcp_resolve.transports.memory import connect_in_memory
 

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError as OfficialMCPError
 
 from http_helpers import http_server
 from mcp_resolve import DEFAULT_RESOURCE_SECURITY, MCPServer, ResourceSecurity
-from mcp_resolve.resource_security import contains_path_traversal, is_absolute_path
+from mcp_resolve._resource_security import contains_path_traversal, is_absolute_path
 
 pytestmark = pytest.mark.anyio
 

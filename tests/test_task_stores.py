@@ -275,7 +275,7 @@ async def write_raw(store: TaskStore, task_id: str, data: str) -> None:
         with sqlite3.connect(store.path) as conn:
             conn.execute("UPDATE mcp_resolve_tasks SET data = ? WHERE task_id = ?", (data, task_id))
     else:
-        from mcp_resolve.stores.redis_tasks import RedisTaskStore
+        from mcp_resolve.stores._redis.tasks import RedisTaskStore
 
         assert isinstance(store, RedisTaskStore)
         key = store._keys(task_id, None)[0]

@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Iterator
 import anyio
 import pytest
 
-from mcp_resolve.stores.redis_conn import RedisConnection
-from mcp_resolve.stores.redis_tasks import RedisTaskStore
+from mcp_resolve.stores._redis.connection import RedisConnection
+from mcp_resolve.stores._redis.tasks import RedisTaskStore
 from redis_helpers import RedisServer
 from test_task_stores import (  # noqa: F401 (collected here, with this module's store fixture)
     OPEN,

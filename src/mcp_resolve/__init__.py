@@ -8,18 +8,19 @@ or its roots (`ListRoots`), on whichever protocol era the client speaks.
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from .caching import CacheHint
+from . import _moved
+from ._caching import CacheHint
+from ._principal import authenticated_principal
+from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
-from .principal import authenticated_principal
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
-from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .sealing import RequestStateSecurity
-from .server import MCPServer
+from .server._facade import MCPServer
 
 if TYPE_CHECKING:
     from .client import Client
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 _EXTENSION_NAMES = frozenset(
     {"Extension", "MethodBinding", "ResourceBinding", "ToolBinding", "require_client_extension"}
 )
+
+_moved.install()  # old module paths keep importing for one release, with a DeprecationWarning
 
 try:
     __version__ = version("mcp-resolve")

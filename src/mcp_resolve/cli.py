@@ -28,7 +28,7 @@ from .prompts import Prompt
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.plan import ResolverPlan
 from .resources import Resource, ResourceTemplate
-from .server import MCPServer
+from .server._facade import MCPServer
 from .settings import InvalidSetting
 from .tools import Tool
 
@@ -335,7 +335,7 @@ def graph_dot(components: Sequence[Component]) -> str:
 
 # -- run and dev -----------------------------------------------------------------------------
 def _serve(server: MCPServer, args: argparse.Namespace) -> int:
-    from .logs import configure_logging
+    from ._logs import configure_logging
     from .settings import load_settings
 
     # Options given on the command line win, then the server's own arguments, then the environment.
@@ -347,7 +347,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
         server.run(log_level=level)
         return 0
-    from .deployment import check_state_keys
+    from .server._deployment import check_state_keys
 
     try:
         check_state_keys(server, args.workers)
@@ -384,7 +384,7 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
         "log_level": settings.log_level,
     }
     os.environ[WORKER_APP_ENV] = json.dumps(worker)
-    from .transports.uvicorn_limits import ServerLimits, uvicorn_options
+    from .transports.http._fleet.limits import ServerLimits, uvicorn_options
 
     uvicorn.run(
         f"{__name__}:worker_app",
@@ -400,8 +400,8 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
 
 def worker_app() -> Any:
     """The ASGI app of one `run --http --workers N` worker: the server file the parent was given."""
-    from .logs import configure_logging
-    from .transports.http import default_allowed_hosts
+    from ._logs import configure_logging
+    from .transports.http._app import default_allowed_hosts
 
     worker = json.loads(os.environ[WORKER_APP_ENV])
     configure_logging(worker.get("log_level"))

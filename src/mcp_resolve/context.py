@@ -25,6 +25,7 @@ from mcp_types import (
 from pydantic import BaseModel
 from typing_extensions import TypeVar  # TypeVar(default=...) (PEP 696) before Python 3.13
 
+from ._request_session import RequestSession
 from .elicitation import (
     AcceptedElicitation,
     AcceptedUrlElicitation,
@@ -35,7 +36,6 @@ from .elicitation import (
 )
 from .errors import MidCallQuestionUnavailable
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
-from .request_session import RequestSession
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
 

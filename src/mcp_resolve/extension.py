@@ -31,7 +31,7 @@ from .protocol.middleware import CallNext, ClientView, HandlerResult, ServerRequ
 
 if TYPE_CHECKING:
     from .resources import Resource, ResourceTemplate
-    from .server import Handler, MCPServer
+    from .server._facade import Handler, MCPServer
 
 __all__ = [
     "Extension",

@@ -8,8 +8,8 @@ from typing import Any
 
 from mcp_types import InputRequiredResult, PromptMessage
 
+from ._signature import HandlerSignature, Overrides
 from .context import Context
-from .signature import HandlerSignature, Overrides
 from .tools import to_content
 
 __all__ = ["Prompt"]

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 import anyio.to_thread
 
 from .errors import INTERNAL_ERROR, MCPError
-from .stores.sqlite_file import SqliteFile
+from .stores._sqlite.file import SqliteFile
 
 if TYPE_CHECKING:
     import sqlite3

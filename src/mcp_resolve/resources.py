@@ -4,7 +4,7 @@ A template's variables are the function's model-facing arguments; like a
 tool, a template function may also take the Context and resolved parameters,
 so reading a resource can ask the person a question on either era. The
 values a template extracts pass its `ResourceSecurity` checks before the
-function runs (`resource_security.py`).
+function runs (`_resource_security.py`).
 
 A crash in a resource function becomes `UnexpectedResourceError` (its text
 withheld from the client); `ResourceError` and `MCPError` pass as raised.
@@ -23,10 +23,10 @@ import pydantic_core
 from mcp_types import Annotations, BlobResourceContents, Icon, InputRequiredResult, TextResourceContents
 from pydantic import BaseModel
 
+from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
+from ._signature import ArgumentError, HandlerSignature, Overrides
 from .context import Context
 from .errors import InvalidSignature, MCPError, ResourceError, UnexpectedResourceError
-from .resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
-from .signature import ArgumentError, HandlerSignature, Overrides
 
 __all__ = ["FunctionResource", "Resource", "ResourceTemplate", "UnsafeParameter"]
 

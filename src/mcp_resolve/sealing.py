@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from typing_extensions import Unpack
 
-from mcp_resolve.errors import InvalidRequestState
+from .errors import InvalidRequestState
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -252,7 +252,7 @@ def _binds_principal(bind_principal: object) -> bool:
     """
     if bind_principal is None or isinstance(bind_principal, bool):
         return bool(bind_principal)
-    from .principal import authenticated_principal
+    from ._principal import authenticated_principal
 
     if bind_principal is authenticated_principal:
         return True

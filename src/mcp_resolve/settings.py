@@ -25,7 +25,7 @@ from pydantic import SecretStr, ValidationError, field_validator
 from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .environment import ENV_PREFIX
+from ._environment import ENV_PREFIX
 
 __all__ = ["ENV_PREFIX", "InvalidSetting", "LogLevel", "Settings", "load_settings"]
 

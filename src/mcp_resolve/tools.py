@@ -17,6 +17,8 @@ from typing import Any, get_type_hints
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel
 
+from ._output import Output, output_for, to_content
+from ._signature import ArgumentError, HandlerSignature, Overrides
 from .context import Context
 from .errors import (
     InvalidSignature,
@@ -26,9 +28,7 @@ from .errors import (
     UnexpectedResourceError,
     UnexpectedToolError,
 )
-from .output import Output, output_for, to_content
 from .protocol.param_headers import InvalidHeaderDeclaration, header_declarations
-from .signature import ArgumentError, HandlerSignature, Overrides
 
 __all__ = ["Tool", "error_result", "to_content"]
 

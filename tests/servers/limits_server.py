@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "refun
 
 from server import mcp
 
-from mcp_resolve.transports.uvicorn_limits import ServerLimits
+from mcp_resolve.transports.http._fleet.limits import ServerLimits
 
 if __name__ == "__main__":
     port, read_timeout, connections, header_bytes = sys.argv[1:5]

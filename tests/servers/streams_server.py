@@ -12,7 +12,7 @@ import sys
 from pydantic import BaseModel
 
 from mcp_resolve import Context, MCPServer
-from mcp_resolve.transports.uvicorn_limits import ServerLimits
+from mcp_resolve.transports.http._fleet.limits import ServerLimits
 
 mcp = MCPServer("streams")
 

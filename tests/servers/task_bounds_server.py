@@ -33,8 +33,8 @@ def build(options: argparse.Namespace) -> MCPServer:
         bounds["max_bytes_per_principal"] = options.max_bytes_per_principal
     store = None
     if options.redis is not None:
-        from mcp_resolve.stores.redis_conn import RedisConnection
-        from mcp_resolve.stores.redis_tasks import RedisTaskStore
+        from mcp_resolve.stores._redis.connection import RedisConnection
+        from mcp_resolve.stores._redis.tasks import RedisTaskStore
 
         store = RedisTaskStore(RedisConnection(options.redis, prefix=options.prefix))
     mcp = MCPServer("task-bounds", task_store=store, task_options=TaskOptions(**bounds))

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..concurrency import cancel_scope
+from .._concurrency import cancel_scope
 from ..errors import INTERNAL_ERROR, MCPError
 from .pipes import MessagePipe
 

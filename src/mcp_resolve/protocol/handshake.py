@@ -19,7 +19,7 @@ from .extension_ids import check_declared_extensions
 
 if TYPE_CHECKING:
     from ..context import SendRequest
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
 
 __all__ = [
     "HandshakeState",

@@ -18,11 +18,11 @@ It ends when the client goes (closing the HTTP stream, or
 its backend), and then with the graceful-closure result carrying the same
 id, so the client knows to listen again. An HTTP server's app calls
 `end_streams()` as soon as its ASGI server begins to shut down
-(transports/http_streams), so those clients get the result too.
+(transports/http/_streams/caps), so those clients get the result too.
 
 Each stream holds a connection and a backlog, so they are bounded: at most
 `max_streams` in the process on any transport (well below the HTTP
-connection limit), and over HTTP also per client (http_streams).
+connection limit), and over HTTP also per client (transports/http/_streams/caps).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ..stores.bus import (
 
 if TYPE_CHECKING:
     from ..context import Context
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
     from .session import Connection
 
 __all__ = ["SUBSCRIPTION_ID_META_KEY", "ListenFilter", "Notifications"]

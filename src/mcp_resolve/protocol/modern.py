@@ -44,7 +44,7 @@ from .single_use import KeptAnswer, SingleUse, claim_round
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
     from .hooks import RequestWatch
 
 __all__ = [

@@ -21,7 +21,7 @@ import anyio
 import anyio.abc
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
-from ..concurrency import cancel_scope
+from .._concurrency import cancel_scope
 from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, INVALID_REQUEST, MCPError
 from . import handshake, modern
@@ -41,7 +41,7 @@ from .middleware import ClientView, ServerRequestContext, dump_result, run_chain
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
     from .hooks import RequestWatch
 
 __all__ = ["Connection", "Sink"]

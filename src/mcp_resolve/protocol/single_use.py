@@ -28,7 +28,7 @@ from .jsonrpc import encode
 
 if TYPE_CHECKING:
     from ..sealing import UnsealedState
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
 
 __all__ = ["KEPT_ANSWER_MISSING", "STILL_RUNNING", "KeptAnswer", "SingleUse", "claim_round"]
 

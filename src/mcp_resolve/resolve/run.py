@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 from mcp_types import InputRequiredResult
 
-from ..concurrency import cancel_scope, open_task_set
+from .._concurrency import cancel_scope, open_task_set
 from ..elicitation import ACCEPTED_ANY, AcceptedElicitation, CancelledElicitation, DeclinedElicitation
 from ..errors import MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from .carry import carry_values, restore_values

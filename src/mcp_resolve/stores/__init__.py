@@ -1,27 +1,68 @@
-"""Shared state behind an interface each, with an embedded default: here, the task stores.
+"""Shared state behind an interface each, with an embedded default and a Redis implementation.
 
-`MemoryTaskStore` for one process and tests; `SqliteTaskStore` when tasks
-must survive a restart (the embedded durable default, one file per host).
+One interface per piece of state: tasks (`TaskStore`), SSE events for resumable streams
+(`EventStore`), change notifications (`SubscriptionBus`); single-use claims are
+`mcp_resolve.ReplayStore`. The embedded defaults (`MemoryTaskStore`, `MemoryEventStore`,
+`InMemorySubscriptionBus`) serve one process; `SqliteTaskStore` keeps tasks across a restart (one
+file per host); the `Redis*` classes (extra `[redis]`) share state across a fleet.
+
+Everything loads on first use: `mcp_resolve.replay` imports a sibling here, and a server without
+tasks or Redis must not pay for them.
 """
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sqlite_tasks import SqliteTaskStore
+    from ._redis.bus import RedisSubscriptionBus
+    from ._redis.connection import StoreUnavailable
+    from ._redis.events import RedisEventStore
+    from ._redis.replay import RedisReplayStore
+    from ._redis.tasks import RedisTaskStore
+    from ._sqlite.tasks import SqliteTaskStore
+    from .bus import InMemorySubscriptionBus, SubscriptionBus
+    from .events import EventStore, MemoryEventStore
     from .tasks import MemoryTaskStore, TaskStore, TaskStoreFull
 
-__all__ = ["MemoryTaskStore", "SqliteTaskStore", "TaskStore", "TaskStoreFull"]
+_HOMES = {
+    "EventStore": ".events",
+    "InMemorySubscriptionBus": ".bus",
+    "MemoryEventStore": ".events",
+    "MemoryTaskStore": ".tasks",
+    "RedisEventStore": "._redis.events",
+    "RedisReplayStore": "._redis.replay",
+    "RedisSubscriptionBus": "._redis.bus",
+    "RedisTaskStore": "._redis.tasks",
+    "SqliteTaskStore": "._sqlite.tasks",
+    "StoreUnavailable": "._redis.connection",
+    "SubscriptionBus": ".bus",
+    "TaskStore": ".tasks",
+    "TaskStoreFull": ".tasks",
+}
+
+__all__ = [
+    "EventStore",
+    "InMemorySubscriptionBus",
+    "MemoryEventStore",
+    "MemoryTaskStore",
+    "RedisEventStore",
+    "RedisReplayStore",
+    "RedisSubscriptionBus",
+    "RedisTaskStore",
+    "SqliteTaskStore",
+    "StoreUnavailable",
+    "SubscriptionBus",
+    "TaskStore",
+    "TaskStoreFull",
+]
 
 
 def __getattr__(name: str) -> Any:
-    """Loaded on first use: `mcp_resolve.replay` imports a sibling here, and a server without tasks
-    must not pay for the task stores."""
-    if name == "SqliteTaskStore":
-        from .sqlite_tasks import SqliteTaskStore
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(home, __name__), name)
 
-        return SqliteTaskStore
-    if name in ("MemoryTaskStore", "TaskStore", "TaskStoreFull"):
-        from . import tasks
 
-        return getattr(tasks, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -7,7 +7,7 @@ fits here unchanged. The server owns filtering and subscription-id stamping;
 a bus only moves events.
 
 `InMemorySubscriptionBus` is the default: one process, synchronous fan-out.
-`RedisSubscriptionBus` (stores.redis_bus) publishes through Redis so that a
+`RedisSubscriptionBus` (stores._redis.bus) publishes through Redis so that a
 change made on one worker reaches clients listening on every other.
 """
 

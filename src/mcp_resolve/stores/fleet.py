@@ -12,14 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .redis_bus import RedisSubscriptionBus
-from .redis_conn import RedisConnection
-from .redis_events import RedisEventStore
-from .redis_replay import RedisReplayStore
+from ._redis.bus import RedisSubscriptionBus
+from ._redis.connection import RedisConnection
+from ._redis.events import RedisEventStore
+from ._redis.replay import RedisReplayStore
 from .sessions import RedisSessionStore
 
 if TYPE_CHECKING:
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
 
 __all__ = ["RedisStores", "namespace_for", "redis_stores"]
 
@@ -44,7 +44,7 @@ def redis_stores(url: str, server: MCPServer) -> RedisStores:
     connection = RedisConnection(url, prefix=namespace_for(server))
     tasks = None
     try:
-        from .redis_tasks import RedisTaskStore
+        from ._redis.tasks import RedisTaskStore
     except ImportError:  # the tasks extension's store interface is not there
         pass
     else:

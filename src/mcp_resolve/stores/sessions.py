@@ -1,13 +1,13 @@
 """Session stores: handshake-era (2025) sessions that any worker can serve.
 
 The embedded default is no store at all: a session lives in the `Sessions`
-table of the worker that answered its `initialize` (transports.http_sessions),
+table of the worker that answered its `initialize` (transports.http._exchange.sessions),
 which is right for one process and, behind a load balancer, needs sticky
 routing. With a `SessionStore` (Redis, from MCP_RESOLVE_REDIS_URL) what
 `initialize` settled (version, capabilities, client info, log level,
 subscriptions, the principal) is a record every worker can load, so a
 session survives the worker that opened it and its requests may land
-anywhere (transports.http_fleet).
+anywhere (transports.http._fleet.sessions).
 
 A session record is JSON the server wrote; its key is a digest of the
 session id, so nothing a client sends shapes a key. `load` also renews the
@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import INTERNAL_ERROR, MCPError
-from .redis_conn import RedisConnection
+from ._redis.connection import RedisConnection
 
 __all__ = ["RedisSessionStore", "SessionStore", "SessionStoreFull"]
 

@@ -18,6 +18,7 @@ import pydantic_core
 from mcp_types import CreateMessageResult, CreateMessageResultWithTools, ElicitResult, ListRootsResult
 from pydantic import BaseModel, ValidationError
 
+from .._signature import ArgumentError
 from ..errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -25,7 +26,6 @@ from ..errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     MCPError,
 )
-from ..signature import ArgumentError
 from ..tools import error_result
 from .records import (
     MAX_META_BYTES,
@@ -39,7 +39,7 @@ from .runner import STOPPED, TaskRunner, _Gate, _Run, runner_of
 
 if TYPE_CHECKING:
     from ..context import Context
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
     from ..tools import Tool
 
 __all__ = ["MAX_ANSWER_BYTES", "MAX_RECORD_BYTES", "call_task_tool", "serve_task_method"]

@@ -40,7 +40,7 @@ from .records import TaskOptions, TaskRecord, TaskStoreFull, kept_meta, new_task
 if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
     from ..resolve.run import RunObserver
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
     from ..tools import Tool
 
 __all__ = ["TaskRunner", "holder_of", "runner_of", "wait_for_task"]
@@ -108,7 +108,7 @@ def _store_of(spec: Any) -> TaskStore:
         return MemoryTaskStore()
     if isinstance(spec, TaskStore):
         return spec
-    from ..stores.sqlite_tasks import SqliteTaskStore
+    from ..stores._sqlite.tasks import SqliteTaskStore
 
     return SqliteTaskStore(spec)  # a path
 

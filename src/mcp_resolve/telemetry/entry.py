@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
     from ..protocol.jsonrpc import IncomingRequest
     from ..resolve.run import RunObserver
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
 
 INSTRUMENTATION_NAME = "mcp_resolve"
 

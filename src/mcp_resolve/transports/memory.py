@@ -20,7 +20,7 @@ from ..protocol.jsonrpc import encode
 from ..protocol.session import Connection
 
 if TYPE_CHECKING:
-    from ..server import MCPServer
+    from ..server._facade import MCPServer
 
 __all__ = ["MemoryPipe", "connect_in_memory"]
 

@@ -98,8 +98,8 @@ async def serve_stdio(
     Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve.logs`).
     """
     if stdout is None:
-        from ..environment import settings_in_environment
-        from ..logs import configure_logging
+        from .._environment import settings_in_environment
+        from .._logs import configure_logging
 
         if log_level is None and not settings_in_environment():
             configure_logging(None)  # nothing set: the defaults, without loading the settings model
@@ -109,7 +109,7 @@ async def serve_stdio(
             settings = load_settings(log_level=log_level)
             configure_logging(settings.log_level)
             logger.debug("settings: %s", settings.described())
-        from ..deployment import warn_local_claims
+        from ..server._deployment import warn_local_claims
 
         warn_local_claims(server)  # shared keys, claims in this process: the one start-up warning
         with _claim_stdout() as protocol:

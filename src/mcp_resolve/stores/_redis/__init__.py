@@ -1,0 +1,1 @@
+"""The Redis implementations of the stores (extra `[redis]`), sharing one connection pool."""

@@ -1,0 +1,1 @@
+"""A protected endpoint: the bearer check, its challenges, and Protected Resource Metadata."""

@@ -1,0 +1,118 @@
+"""A protected Streamable HTTP endpoint: the plain one, with the bearer check in front of each request.
+
+Only servers built with a `token_verifier` get this class; an open server's
+endpoint is the plain one, so its request path does not pay for a check it
+does not make. The check runs after the Host/Origin screen and before the
+body is read (GET, POST and DELETE alike). The verified token then travels
+with the request (`IncomingRequest.access_token`) to the Context; the caller
+is also `request.user` for Starlette code, whose `identity` is the principal
+requestState and handshake sessions are bound to. A `tools/call` of a tool
+declared with `scopes=` is checked once the body names the tool.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.authentication import AuthCredentials
+from starlette.types import Receive, Scope, Send
+
+from ....auth.tokens import AccessToken, check_protection
+from ....protocol.jsonrpc import Incoming, IncomingRequest
+from .._exchange.endpoint import StreamableHTTPEndpoint
+from .bearer import AuthenticatedUser, BearerCheck
+from .prm import metadata_routes
+
+if TYPE_CHECKING:
+    from starlette.responses import Response
+
+    from ....server._facade import MCPServer
+    from .._app import StreamableHTTPApp
+    from .._exchange.exchange import Exchange
+    from .._wire.headers import RequestHeaders
+    from ..options import HttpOptions
+
+__all__ = ["ProtectedEndpoint", "protected_app"]
+
+_AUTHORIZATION = b"authorization"
+
+
+class ProtectedEndpoint(StreamableHTTPEndpoint):
+    """The MCP endpoint of a server with a `token_verifier`: no valid token, no MCP."""
+
+    def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+        super().__init__(server, options)
+        self.bearer = BearerCheck(server)
+
+    async def _admit(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> bool:
+        """Authenticate the request; False once the refusal (401, 403) has been sent."""
+        outcome = await self.bearer.authenticate(headers.raw.get(_AUTHORIZATION))
+        if not isinstance(outcome, AccessToken):
+            await outcome(scope, receive, send)
+            return False
+        scope["user"] = AuthenticatedUser(outcome)
+        scope["auth"] = AuthCredentials(list(outcome.scopes))
+        return True
+
+    async def _post(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+        if await self._admit(scope, headers, receive, send):
+            await super()._post(scope, headers, receive, send)
+
+    async def _get_or_delete(
+        self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send
+    ) -> None:
+        if await self._admit(scope, headers, receive, send):
+            await super()._get_or_delete(scope, headers, receive, send)
+
+    def _attach(self, scope: Scope, message: Incoming) -> Response | None:
+        """Check a request's own scopes now that its body names its target; give it the token."""
+        if not isinstance(message, IncomingRequest):
+            return None
+        token = scope["user"].access_token
+        refused = self.bearer.scope_refusal(token, message)
+        if refused is None:
+            message.access_token = token
+        return refused
+
+    async def _modern(
+        self,
+        scope: Scope,
+        headers: RequestHeaders,
+        message: Incoming,
+        exchange: Exchange,
+        receive: Receive,
+        send: Send,
+    ) -> Response | None:
+        return self._attach(scope, message) or await super()._modern(
+            scope, headers, message, exchange, receive, send
+        )
+
+    async def _handshake(
+        self,
+        scope: Scope,
+        headers: RequestHeaders,
+        message: Incoming,
+        session_id: str | None,
+        version: str | None,
+        exchange: Exchange,
+        receive: Receive,
+        send: Send,
+    ) -> Response | None:
+        return self._attach(scope, message) or await super()._handshake(
+            scope, headers, message, session_id, version, exchange, receive, send
+        )
+
+
+def protected_app(server: MCPServer, path: str, options: HttpOptions) -> StreamableHTTPApp:
+    """The app of a protected server: its MCP endpoint behind the bearer check, plus the metadata routes.
+
+    The protection is checked again here, so `token_verifier` and `auth` may
+    also be set on the server after it was built (from command-line options,
+    say), as long as it is before the app is.
+    """
+    from .._app import StreamableHTTPApp
+
+    check_protection(server.token_verifier, server.auth)
+    app = StreamableHTTPApp(ProtectedEndpoint(server, options), path)
+    app.router.routes.extend(metadata_routes(server, path))
+    return app

@@ -1,0 +1,1 @@
+"""The endpoint: one request's exchange, and handshake-era sessions."""

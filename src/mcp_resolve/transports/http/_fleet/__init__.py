@@ -1,0 +1,1 @@
+"""Serving with more than one process: shared sessions, workers, lifespan, uvicorn limits."""

@@ -1,0 +1,1 @@
+"""Long-lived SSE streams: a session's GET stream, resumption, and the caps that bound them per client."""

@@ -1,0 +1,1 @@
+"""HTTP wire details: headers, bodies, media types, Host and Origin, early answers."""
