@@ -1,14 +1,19 @@
-"""Shared fixtures: the asyncio backend for anyio tests, paths to the example servers, a raw handshake."""
+"""Shared fixtures: the asyncio backend for anyio tests, paths to the example servers, a raw handshake, Node 22."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR, TS_CLIENT
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -52,3 +57,18 @@ def initialize_request(capabilities: dict[str, Any], request_id: int = 1) -> dic
             "clientInfo": {"name": "t", "version": "1"},
         },
     }
+
+
+@pytest.fixture(scope="module")
+def node_env() -> dict[str, str]:
+    """An environment whose PATH starts with the repo-local Node 22, installing it first if needed."""
+    if shutil.which("node") is None and not (NODE_BIN / "node").exists():
+        pytest.skip("node is not installed: the Node client tests need Node.js and npm on PATH")
+    if not (INSPECTOR.exists() and TS_CLIENT.exists() and (NODE_BIN / "node").exists()):
+        npm = shutil.which("npm")
+        if npm is None:
+            pytest.skip("npm is not installed: cannot install tests/node (npm ci)")
+        subprocess.run(
+            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=300
+        )
+    return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -15,9 +15,7 @@ that would ask gets our -32021 error, which the tests pin.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,43 +27,16 @@ import pytest
 
 from conftest import PYTHON, REFUND_DESK, load_module
 from http_helpers import http_server
+from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR
 
 pytestmark = pytest.mark.anyio
 
-NODE_DIR = Path(__file__).resolve().parent / "node"
-NODE_BIN = NODE_DIR / "node_modules" / ".bin"
-INSPECTOR = (
-    NODE_DIR
-    / "node_modules"
-    / "@modelcontextprotocol"
-    / "inspector"
-    / "clients"
-    / "launcher"
-    / "build"
-    / "index.js"
-)
-TS_CLIENT = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
 CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
 MISSING_CAPABILITY = re.compile(
     r"Resolver \S+:refund_scope needs a client capability the client did not declare \(form elicitation\)"
 )
-
-
-@pytest.fixture(scope="module")
-def node_env() -> dict[str, str]:
-    """An environment whose PATH starts with the repo-local Node 22, installing it first if needed."""
-    if shutil.which("node") is None and not (NODE_BIN / "node").exists():
-        pytest.skip("node is not installed: the Node client tests need Node.js and npm on PATH")
-    if not (INSPECTOR.exists() and TS_CLIENT.exists() and (NODE_BIN / "node").exists()):
-        npm = shutil.which("npm")
-        if npm is None:
-            pytest.skip("npm is not installed: cannot install tests/node (npm ci)")
-        subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=300
-        )
-    return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
 async def run_node(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import PYTHON, ROOT, load_module
 from http_helpers import http_server
-from test_clients_node import INSPECTOR, NODE_BIN, node_env  # noqa: F401 - node_env is a fixture
+from node_helpers import INSPECTOR, NODE_BIN
 from test_docs import blocks, saved_files
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
@@ -55,7 +55,7 @@ def folder(tmp_path: Path) -> Path:
 
 async def test_the_typescript_client_prints_what_the_page_shows(
     folder: Path,
-    node_env: dict[str, str],  # noqa: F811
+    node_env: dict[str, str],
 ) -> None:
     (commands,) = [code for lang, code in shown(PAGE) if lang == "sh" and "node refund_desk.mjs" in code]
     assert "mcp-resolve run refund_desk.py --http --port 8000 &" in commands
@@ -73,7 +73,7 @@ async def test_the_typescript_client_prints_what_the_page_shows(
     assert done.stdout == expected
 
 
-def test_the_inspector_commands_on_the_page_run(folder: Path, node_env: dict[str, str]) -> None:  # noqa: F811
+def test_the_inspector_commands_on_the_page_run(folder: Path, node_env: dict[str, str]) -> None:
     commands = next(code for lang, code in shown(PAGE) if lang == "sh" and INSPECTOR_NPX in code)
     stdio = [
         line for line in commands.replace("\\\n", " ").splitlines() if "mcp-resolve run notes.py" in line

@@ -48,7 +48,7 @@ from mcp_resolve import Client, Elicit, ListRoots, MCPError, MCPServer, Resolve,
 from mcp_resolve.client.tasks import TASKS_EXTENSION
 from mcp_resolve.pydantic_ai import MCPError as ToolsetMCPError
 from mcp_resolve.pydantic_ai import MCPToolset, load_mcp_toolsets
-from test_client_oauth_e2e import deployment, headless
+from oauth_helpers import deployment, headless
 from test_clients_pydantic_ai import CLIENTS_SERVER, ROOTS, Desk, RefundModel, headline_model
 
 pytestmark = pytest.mark.anyio

@@ -18,28 +18,13 @@ import pytest
 from mcp_resolve.stores import MemoryTaskStore, SqliteTaskStore, TaskStore
 from mcp_resolve.tasks import TaskRecord
 from mcp_resolve.tasks.records import TaskLimits, TaskStoreFull
+from tasks_helpers import record
 
 pytestmark = pytest.mark.anyio
 
 
 OPEN = TaskLimits(None, None, None, None, None)
 """No bound at all: the tests of other behaviour."""
-
-
-def record(task_id: str = "t1", principal: str | None = None, *, expires_at: float = 2000.0) -> TaskRecord:
-    """A working task; its holder is its principal's (None when it has none)."""
-    return TaskRecord(
-        task_id=task_id,
-        principal=principal,
-        holder=None if principal is None else f"principal {principal}",
-        tool="slow",
-        arguments={"n": 1},
-        client={"protocolVersion": "2026-07-28", "capabilities": {}, "info": None},
-        created_at=1000.0,
-        updated_at=1000.0,
-        expires_at=expires_at,
-        poll_interval_ms=100,
-    )
 
 
 def finished(task_id: str, principal: str | None, *, expires_at: float = 2000.0) -> TaskRecord:

@@ -34,10 +34,9 @@ from mcp_resolve import Client, Elicit, MCPError, MCPServer, Resolve
 from mcp_resolve.stores import SqliteTaskStore
 from mcp_resolve.tasks import TaskOptions
 from mcp_resolve.tasks.records import TaskLimits, TaskStoreFull
+from otel_helpers import Otel
 from redis_helpers import redis_server
-from tasks_helpers import Raw, accept, result
-from test_task_stores import record
-from test_telemetry import Otel
+from tasks_helpers import Raw, accept, record, result
 
 SERVER = Path(__file__).parent / "servers" / "task_bounds_server.py"
 PYTHON = os.environ.get("PYTHON_FOR_TESTS") or sys.executable

@@ -23,19 +23,16 @@ from typing import Annotated, Any
 import anyio
 import httpx
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
 from conftest import PYTHON, REFUND_DESK, ROOT, initialize_request, load_module
 from http_helpers import http_server
 from mcp_resolve import Client, MCPServer, RequestStateSecurity, Resolve
 from mcp_resolve.sealing import MAX_CARRY_CHARS, StateBinding
-from mcp_resolve.telemetry import instrument, uninstrument
+from mcp_resolve.telemetry import uninstrument
 from mcp_resolve.transports.memory import connect_in_memory
+from otel_helpers import Otel
 from servers.raw_stdio import RawStdio, modern_meta
 
 pytestmark = pytest.mark.anyio
@@ -47,35 +44,6 @@ REFUND = {"order_id": "ORD-7002", "reason": "boots SECRET-REASON too small"}
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN = "00f067aa0ba902b7"
 TRACEPARENT = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"
-
-
-class Otel:
-    """An SDK tracer provider and meter provider of the test's own, read in memory."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.reader = InMemoryMetricReader()
-        self.meter_provider = MeterProvider(metric_readers=[self.reader])
-
-    def instrument(self, server: MCPServer, **options: Any) -> None:
-        instrument(
-            server, tracer_provider=self.tracer_provider, meter_provider=self.meter_provider, **options
-        )
-
-    def spans(self) -> list[dict[str, Any]]:
-        return [traced.span_record(span) for span in self.exporter.get_finished_spans()]
-
-    def points(self, name: str) -> list[Any]:
-        data = self.reader.get_metrics_data()
-        found: list[Any] = []
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name == name:
-                        found.extend(metric.data.data_points)
-        return found
 
 
 @pytest.fixture
