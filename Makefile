@@ -75,7 +75,7 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 # The pictures in docs/pictures/, made again from the code and drawn with Graphviz's dot; commit
-# what changes (tests/test_docs_pictures.py fails while a committed picture is stale).
+# what changes (tests/docs/test_docs_pictures.py fails while a committed picture is stale).
 pictures: $(STAMP) $(SYSTEM_STAMP)
 	$(PY) docs/pictures/generate.py
 

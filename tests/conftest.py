@@ -15,7 +15,10 @@ import pytest
 
 from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR, TS_CLIENT
 
-ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+"""tests/: the shared helpers and tests/servers, wherever in its folders a test module sits."""
+SERVERS = TESTS / "servers"
+ROOT = TESTS.parent
 EXAMPLES = ROOT / "examples"
 REFUND_DESK = EXAMPLES / "refund_desk" / "server.py"
 

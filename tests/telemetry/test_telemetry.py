@@ -26,7 +26,7 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind
 
-from conftest import PYTHON, REFUND_DESK, ROOT, initialize_request, load_module
+from conftest import PYTHON, REFUND_DESK, ROOT, SERVERS, initialize_request, load_module
 from http_helpers import http_server
 from mcp_resolve import Client, MCPServer, RequestStateSecurity, Resolve
 from mcp_resolve.sealing import MAX_CARRY_CHARS, StateBinding
@@ -37,7 +37,7 @@ from servers.raw_stdio import RawStdio, modern_meta
 
 pytestmark = pytest.mark.anyio
 
-TRACED_DESK = Path(__file__).parent / "servers" / "traced_desk.py"
+TRACED_DESK = SERVERS / "traced_desk.py"
 traced = load_module(TRACED_DESK, "traced_desk_helpers")
 MODERN, LEGACY = "2026-07-28", "legacy"
 REFUND = {"order_id": "ORD-7002", "reason": "boots SECRET-REASON too small"}

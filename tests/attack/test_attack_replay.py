@@ -24,13 +24,12 @@ import anyio
 import httpx
 import pytest
 
-from conftest import PYTHON
+from conftest import PYTHON, SERVERS
 from servers.attack_http import BOTH, with_meta
 from servers.attack_stdio import screen
 from servers.state_wire import FROZEN
 
 KEY = "attack-replay-secret-0123456789abcdefghijklmnop"
-SERVERS = Path(__file__).resolve().parent / "servers"
 REFUND = {"name": "refund_order", "arguments": {"order_id": "ORD-7002", "reason": "too small"}}
 CLIENTS = 40
 REPLAYED = "rejected replayed requestState on"

@@ -27,7 +27,7 @@ from mcp.client import Client as OfficialClient
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY, ElicitResult
 from pydantic import BaseModel
 
-from conftest import PYTHON
+from conftest import PYTHON, SERVERS
 from http_helpers import http_server
 from mcp_resolve import Client, Elicit, InvalidSignature, MCPServer, RequestStateSecurity, Resolve
 from mcp_resolve.cli import check, graph_mermaid, graph_text
@@ -41,7 +41,7 @@ from tasks_helpers import Raw, accept
 
 pytestmark = pytest.mark.anyio
 
-CARRY_DESK = Path(__file__).parent / "servers" / "carry_desk.py"
+CARRY_DESK = SERVERS / "carry_desk.py"
 ARGUMENTS = {"order_id": "ORD-1"}
 RECEIPT = {"order_id": "ORD-1", "cents": 4800, "fee": 0, "restocked": True}
 FROZEN = {"code": -32602, "message": "Invalid or expired requestState"}

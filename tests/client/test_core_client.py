@@ -9,7 +9,6 @@ request (handshake era) or as an `inputRequests` round (2026-07-28).
 from __future__ import annotations
 
 import base64
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,13 +20,13 @@ from mcp_types import (
     TextResourceContents,
 )
 
-from conftest import load_module
+from conftest import SERVERS, load_module
 from mcp_resolve import Client, MCPError, MCPServer
 from servers.raw_stdio import EVERYTHING_CORE
 
 pytestmark = pytest.mark.anyio
 
-OFFICIAL_SERVER = Path(__file__).resolve().parent / "servers" / "official_server.py"
+OFFICIAL_SERVER = SERVERS / "official_server.py"
 PAGE = 3
 MODES = [("auto", "2026-07-28"), ("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")]
 CORE_TOOLS = {

@@ -1,4 +1,4 @@
-"""The task stores' contract (tests/test_task_stores.py) run against `RedisTaskStore` on a real redis-server.
+"""The task stores' contract (tests/stores/test_task_stores.py) run against `RedisTaskStore` on a real redis-server.
 
 The contract's tests are imported as they are; this module's `store` fixture
 gives them a Redis store (a fresh namespace each), and two more tests check

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.tools import Tool as OfficialTool
 
 import mcp_resolve
 from auth_helpers import serve_at_known_url
+from conftest import ROOT
 from http_helpers import http_server
 from mcp_resolve import (
     CacheHint,
@@ -41,7 +42,7 @@ from servers.raw_stdio import modern_meta
 
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "src"
 POSITIONAL = (
     "ported",
     "Ported Server",

@@ -1,6 +1,6 @@
 """docs/interop.md's Node examples, run as the page tells a reader to run them.
 
-tests/test_docs.py runs the page's Python; the TypeScript client and the
+tests/docs/test_docs.py runs the page's Python; the TypeScript client and the
 Inspector CLI are Node, so here the page's `refund_desk.mjs` is saved into a
 folder of its own (with the repo-local tests/node install as its
 node_modules, as `npm install` would give a reader) and run against the

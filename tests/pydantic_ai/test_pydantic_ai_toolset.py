@@ -42,7 +42,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import PrefixedToolset
 
-from conftest import EXAMPLES, PYTHON, REFUND_DESK, ROOT, load_module
+from conftest import EXAMPLES, PYTHON, REFUND_DESK, ROOT, SERVERS, load_module
 from http_helpers import http_server
 from mcp_resolve import Client, Elicit, ListRoots, MCPError, MCPServer, Resolve, ToolError
 from mcp_resolve.client.tasks import TASKS_EXTENSION
@@ -57,7 +57,7 @@ MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 MODES: dict[str, Any] = {MODERN: None, LEGACY: "legacy"}
 """The `mode=` each era takes: the default negotiates 2026-07-28 with us."""
-TOOLSET_SERVER = Path(__file__).resolve().parent / "servers" / "toolset_server.py"
+TOOLSET_SERVER = SERVERS / "toolset_server.py"
 SLOW_REFUND = EXAMPLES / "slow_refund" / "server.py"
 RECEIPT = 'success: {"order_id":"ORD-7002","reason":"too small","cents":4800,"restocked":true}'
 DECLINED = (

@@ -42,10 +42,11 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 import mcp_resolve
+from conftest import TESTS
 
 pytestmark = pytest.mark.slow
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 SNIPPETS = HERE / "official_snippets"
 RUNNER = HERE / "servers" / "snippet_runner.py"
 

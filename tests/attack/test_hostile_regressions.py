@@ -12,7 +12,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
@@ -23,7 +22,7 @@ from mcp.client import Client as OfficialClient
 from mcp.shared.exceptions import MCPError as OfficialMCPError
 from pydantic import BaseModel
 
-from conftest import PYTHON, REFUND_DESK, initialize_request
+from conftest import PYTHON, REFUND_DESK, TESTS, initialize_request
 from http_helpers import free_port, http_server
 from mcp_resolve import Elicit, MCPServer, Resolve, Sample
 from redis_helpers import redis_server
@@ -31,7 +30,7 @@ from servers.raw_stdio import RawStdio, modern_meta
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 JSON_AND_SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 BAD_CANCELS = [[1], {"id": 1}, 1.5, None, True]
 """`requestId`s a client may send that name no request; a list or an object is unhashable."""

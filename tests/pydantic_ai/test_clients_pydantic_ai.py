@@ -33,12 +33,12 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from conftest import PYTHON, REFUND_DESK, load_module
+from conftest import PYTHON, REFUND_DESK, SERVERS, load_module
 from http_helpers import http_server
 
 pytestmark = pytest.mark.anyio
 
-CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
+CLIENTS_SERVER = SERVERS / "clients_server.py"
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
 DEAD_HANDLER_WARNING = "will never be called"

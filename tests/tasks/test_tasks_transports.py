@@ -23,14 +23,14 @@ import httpx
 import pytest
 from mcp_types import ElicitRequestFormParams, ProgressNotificationParams
 
-from conftest import EXAMPLES, load_module
+from conftest import EXAMPLES, SERVERS, load_module
 from http_helpers import free_port, http_server
 from mcp_resolve import Client, MCPError
 from mcp_resolve.client.tasks import TaskCancelled
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-TASK_SERVER = Path(__file__).resolve().parent / "servers" / "task_server.py"
+TASK_SERVER = SERVERS / "task_server.py"
 SLOW_REFUND = EXAMPLES / "slow_refund"
 
 

@@ -28,6 +28,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
+from conftest import SERVERS
 from fleet_helpers import wait_healthy
 from http_helpers import free_port
 from mcp_resolve import Client, Elicit, MCPError, MCPServer, Resolve
@@ -38,7 +39,7 @@ from otel_helpers import Otel
 from redis_helpers import redis_server
 from tasks_helpers import Raw, accept, record, result
 
-SERVER = Path(__file__).parent / "servers" / "task_bounds_server.py"
+SERVER = SERVERS / "task_bounds_server.py"
 PYTHON = os.environ.get("PYTHON_FOR_TESTS") or sys.executable
 BLOB = "x" * 900_000
 """The issue's argument: 0.9 MB."""

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from conftest import SERVERS
 from fleet_helpers import PYTHON, Nginx, wait_healthy
 from http_helpers import free_port, http_server
 from mcp_resolve import Elicit, MCPServer, RequestStateSecurity, Resolve
@@ -436,7 +437,6 @@ async def test_background_work_waiting_for_redis_is_bounded(caplog: pytest.LogCa
 
 # -- a fleet: nginx in front of three workers ------------------------------------------------------
 
-SERVERS = Path(__file__).resolve().parent / "servers"
 
 
 class AppWorker:

@@ -25,13 +25,13 @@ from typing import Any
 import anyio
 import pytest
 
-from conftest import PYTHON, REFUND_DESK, load_module
+from conftest import PYTHON, REFUND_DESK, SERVERS, load_module
 from http_helpers import http_server
 from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR
 
 pytestmark = pytest.mark.anyio
 
-CLIENTS_SERVER = Path(__file__).resolve().parent / "servers" / "clients_server.py"
+CLIENTS_SERVER = SERVERS / "clients_server.py"
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}
 RECEIPT = {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
 MISSING_CAPABILITY = re.compile(

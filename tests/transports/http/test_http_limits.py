@@ -19,12 +19,12 @@ from typing import Any
 import httpx
 import pytest
 
-from conftest import PYTHON, initialize_request
+from conftest import PYTHON, TESTS, initialize_request
 from http_helpers import free_port, http_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 READ_TIMEOUT = 1.0
 MAX_CONNECTIONS = 20
 MAX_HEADER_BYTES = 16 * 1024

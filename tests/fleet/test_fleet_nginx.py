@@ -23,13 +23,14 @@ import anyio
 import httpx
 import pytest
 
+from conftest import SERVERS
 from fleet_helpers import Nginx, Worker
 from mcp_resolve import Client
 from redis_helpers import RedisServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
-DESK = Path(__file__).resolve().parent / "servers" / "fleet_desk.py"
+DESK = SERVERS / "fleet_desk.py"
 KEYS = "fleet-test-key-" + "f" * 40
 MODERN = "2026-07-28"
 META = {
