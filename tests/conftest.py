@@ -1,12 +1,19 @@
-"""Shared fixtures: the asyncio backend for anyio tests, paths to the example servers, a raw handshake, Node 22."""
+"""Shared fixtures: the asyncio backend for anyio tests, paths to the example servers, a raw handshake, Node 22.
+
+Also what keeps the `slow` marker true: a test that starts a process or listens on a socket (a
+stdio server, uvicorn, redis-server, nginx, Node) is `@pytest.mark.slow`, and `make test-fast`
+runs the others. One that does either unmarked fails, naming what it started.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Generator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -75,3 +82,58 @@ def node_env() -> dict[str, str]:
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=300
         )
     return {**os.environ, "PATH": f"{NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+# -- the slow marker, kept true ------------------------------------------------------------------
+_started: list[str] = []
+_watching = False
+_popen_init = subprocess.Popen.__init__
+_listen = socket.socket.listen
+
+
+def _watched_popen_init(self: subprocess.Popen[Any], args: Any, *rest: Any, **options: Any) -> None:
+    if _watching:
+        program = args if isinstance(args, (str, bytes, os.PathLike)) else args[0]
+        _started.append(f"a process ({Path(os.fsdecode(program)).name.split()[0]})")
+    _popen_init(self, args, *rest, **options)
+
+
+def _watched_listen(self: socket.socket, *backlog: int) -> None:
+    if _watching:
+        _started.append("a listening socket (a server)")
+    _listen(self, *backlog)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    subprocess.Popen.__init__ = _watched_popen_init  # type: ignore[method-assign]
+    socket.socket.listen = _watched_listen  # type: ignore[method-assign]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    subprocess.Popen.__init__ = _popen_init  # type: ignore[method-assign]
+    socket.socket.listen = _listen  # type: ignore[method-assign]
+
+
+def _watch(item: pytest.Item) -> Generator[None, object, object]:
+    """Run a phase of `item` watching for processes and servers, if it is not marked slow."""
+    global _watching
+    _started.clear()
+    _watching = item.get_closest_marker("slow") is None
+    try:
+        outcome = yield
+    finally:
+        _watching = False
+    if _started:
+        what = ", ".join(sorted(set(_started)))
+        pytest.fail(f"{item.nodeid} started {what} but is not marked slow: add @pytest.mark.slow", pytrace=False)
+    return outcome
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watch(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, object, object]:
+    return (yield from _watch(item))

@@ -105,6 +105,7 @@ def as_user(url: str, token: str, mode: str, **options: Any) -> Client:
     return Client(url, mode=mode, headers={"authorization": f"Bearer {token}"}, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ERAS)
 async def test_tools_see_the_verified_caller_on_both_eras(served: tuple[TestIssuer, str], mode: str) -> None:
     issuer, url = served
@@ -115,6 +116,7 @@ async def test_tools_see_the_verified_caller_on_both_eras(served: tuple[TestIssu
         assert (await client.call_tool("my_orders")).content[0].text == "orders of alice"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ERAS)
 async def test_a_client_cannot_name_the_customer(served: tuple[TestIssuer, str], mode: str) -> None:
     issuer, url = served
@@ -125,6 +127,7 @@ async def test_a_client_cannot_name_the_customer(served: tuple[TestIssuer, str],
         assert result.content[0].text == "orders of alice"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ERAS)
 async def test_scopes_as_resolvers_are_tool_errors_and_hierarchies_count(
     served: tuple[TestIssuer, str], mode: str
@@ -145,6 +148,7 @@ async def test_scopes_as_resolvers_are_tool_errors_and_hierarchies_count(
         assert implied.content[0].text == "carol refunded O-2: refunds:admin refunds:write read"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_request_state_issued_to_one_user_is_refused_to_another(served: tuple[TestIssuer, str]) -> None:
     issuer, url = served
     alice, bob = issuer.mint(url, sub="alice"), issuer.mint(url, sub="bob")
@@ -171,6 +175,7 @@ async def test_request_state_issued_to_one_user_is_refused_to_another(served: tu
         assert done["result"]["content"][0]["text"] == "closed alice"
 
 
+@pytest.mark.slow
 async def test_a_handshake_session_belongs_to_the_user_who_opened_it(served: tuple[TestIssuer, str]) -> None:
     issuer, url = served
     alice, bob = issuer.mint(url, sub="alice"), issuer.mint(url, sub="bob")

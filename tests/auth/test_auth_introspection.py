@@ -20,7 +20,7 @@ from http_helpers import free_port
 from mcp_resolve import Context, MCPServer
 from mcp_resolve.auth import AuthSettings, IntrospectionVerifier
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 AUDIENCE = "https://mcp.example.com/mcp"
 

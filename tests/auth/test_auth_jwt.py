@@ -36,6 +36,7 @@ def verifier_for(issuer: TestIssuer, **options: object) -> JWTVerifier:
     return JWTVerifier(jwks_uri=f"{issuer.base}/jwks", issuer=issuer.base, audience=AUDIENCE, **options)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 async def test_rsa_and_ec_tokens_verify_and_say_who_is_calling(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer)
     for kid in ("rsa-1", "ec-1"):
@@ -53,6 +54,7 @@ async def test_rsa_and_ec_tokens_verify_and_say_who_is_calling(issuer: TestIssue
     assert issuer.jwks_fetches == 1  # both keys came in one fetch, then from the cache
 
 
+@pytest.mark.slow
 async def test_every_forged_or_wrong_token_is_refused(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer)
     assert await verifier.verify_token(issuer.mint(AUDIENCE)) is not None  # the baseline is accepted
@@ -60,6 +62,7 @@ async def test_every_forged_or_wrong_token_is_refused(issuer: TestIssuer) -> Non
         assert await verifier.verify_token(token) is None, name
 
 
+@pytest.mark.slow
 async def test_a_key_rotated_in_is_picked_up_without_a_restart(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer)
     assert await verifier.verify_token(issuer.mint(AUDIENCE, kid="rsa-1")) is not None
@@ -70,6 +73,7 @@ async def test_a_key_rotated_in_is_picked_up_without_a_restart(issuer: TestIssue
     assert issuer.jwks_fetches == 2
 
 
+@pytest.mark.slow
 async def test_unknown_key_ids_refetch_the_jwks_at_most_once_per_interval(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer, jwks_refetch_interval_s=60)
     assert await verifier.verify_token(issuer.mint(AUDIENCE)) is not None
@@ -79,6 +83,7 @@ async def test_unknown_key_ids_refetch_the_jwks_at_most_once_per_interval(issuer
     assert issuer.jwks_fetches == 2  # the first unknown kid refetched; the other nineteen waited
 
 
+@pytest.mark.slow
 async def test_concurrent_first_requests_share_one_jwks_fetch(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer)
     tokens = [issuer.mint(AUDIENCE, sub=f"user-{n}") for n in range(20)]
@@ -94,6 +99,7 @@ async def test_concurrent_first_requests_share_one_jwks_fetch(issuer: TestIssuer
     assert issuer.jwks_fetches == 1
 
 
+@pytest.mark.slow
 async def test_an_unreachable_jwks_refuses_and_says_so_in_the_log(
     issuer: TestIssuer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -110,6 +116,7 @@ async def test_an_unreachable_jwks_refuses_and_says_so_in_the_log(
     assert "answered HTTP 503" in caplog.text
 
 
+@pytest.mark.slow
 async def test_keys_stay_trusted_for_the_cache_ttl_only(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer, jwks_cache_ttl_s=0.6)
     assert await verifier.verify_token(issuer.mint(AUDIENCE)) is not None
@@ -119,6 +126,7 @@ async def test_keys_stay_trusted_for_the_cache_ttl_only(issuer: TestIssuer) -> N
     assert await verifier.verify_token(issuer.mint(AUDIENCE)) is None  # past the TTL: fail closed
 
 
+@pytest.mark.slow
 async def test_claims_checks_respect_leeway_and_audience_lists(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer, leeway_s=60)
     now = int(time.time())
@@ -129,6 +137,7 @@ async def test_claims_checks_respect_leeway_and_audience_lists(issuer: TestIssue
     assert shouting is not None  # RFC 8707 canonical form: case, default port, trailing slash aside
 
 
+@pytest.mark.slow
 async def test_required_scopes_and_scope_claim_spellings(issuer: TestIssuer) -> None:
     verifier = verifier_for(issuer, required_scopes=["read"])
     assert await verifier.verify_token(issuer.mint(AUDIENCE, scope="write")) is None

@@ -53,6 +53,7 @@ async def _outcomes(client: Client) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 @pytest.mark.parametrize("sdk", ["ours", "official"])
 @pytest.mark.parametrize(("mode", "version"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])

@@ -81,6 +81,7 @@ async def test_a_failing_notification_handler_does_not_end_the_connection(
     assert "notification_handler failed on notifications/message" in caplog.text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 async def test_notify_reaches_the_server(mode: str) -> None:
     async with Client([PYTHON, str(MIDDLEWARE_SERVER)], mode=mode) as client:
@@ -91,7 +92,7 @@ async def test_notify_reaches_the_server(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("transport", ["memory", "http"])
+@pytest.mark.parametrize("transport", ["memory", pytest.param("http", marks=pytest.mark.slow)])
 async def test_call_tool_sends_meta_but_keeps_the_era_keys_its_own(mode: str, transport: str) -> None:
     # A caller's `_meta` naming a protocol version must not make a handshake-era request look like
     # a 2026-07-28 one (over HTTP it would lose its session), nor change the modern one's version.
@@ -129,6 +130,7 @@ async def test_a_task_carries_the_meta_too() -> None:
     assert calls == [{TRACE: "t-2", CLIENT_CAPABILITIES_META_KEY: {"extensions": {TASKS_EXTENSION: {}}}}]
 
 
+@pytest.mark.slow
 async def test_a_stdio_server_runs_in_cwd(tmp_path: Path) -> None:
     (tmp_path / "here.py").write_text(
         "import os\n"
@@ -144,6 +146,7 @@ async def test_a_stdio_server_runs_in_cwd(tmp_path: Path) -> None:
     assert Path(result.structured_content["result"]).resolve() == tmp_path.resolve()  # type: ignore[index]
 
 
+@pytest.mark.slow
 async def test_a_borrowed_http_client_carries_the_requests_and_stays_open() -> None:
     sent: list[str] = []
 
@@ -168,6 +171,7 @@ async def test_verify_is_what_the_clients_own_http_client_checks_with(tmp_path: 
             pass
 
 
+@pytest.mark.slow
 async def test_init_timeout_bounds_connecting() -> None:
     silent = [PYTHON, "-c", "import sys; sys.stdin.read()"]  # never answers; gone at EOF
     with anyio.move_on_after(10) as guard, pytest.raises(TimeoutError):

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from http_helpers import http_server
 from mcp_resolve import Client, Elicit, MCPServer, Resolve
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 

@@ -75,7 +75,7 @@ def _text(blocks: list[Any]) -> str:
     return blocks[0].text
 
 
-@pytest.mark.parametrize("transport", ["memory", "stdio"])
+@pytest.mark.parametrize("transport", ["memory", pytest.param("stdio", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(("mode", "version"), MODES)
 async def test_our_client_drives_our_server(transport: str, mode: Any, version: str) -> None:
     target, env = _core_target(transport)
@@ -168,6 +168,7 @@ async def test_our_client_drives_our_server(transport: str, mode: Any, version: 
             await client.ping()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mode", "legacy_only", "version"),
     [

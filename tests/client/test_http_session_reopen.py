@@ -8,7 +8,7 @@ import pytest
 from http_helpers import http_server
 from mcp_resolve import Client, MCPServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 async def test_client_reopens_a_session_the_server_ended() -> None:

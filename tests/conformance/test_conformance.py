@@ -86,6 +86,7 @@ def accept(**content: Any) -> dict[str, Any]:
 
 
 # -- 2026-07-28: what the input-required scenarios look for -----------------------------------
+@pytest.mark.slow
 def test_tools_are_listed_as_the_harness_expects(url: str, everything: ModuleType) -> None:
     status, response = post(url, "tools/list", {})
     tools = {tool["name"]: tool for tool in response["result"]["tools"]}
@@ -95,6 +96,7 @@ def test_tools_are_listed_as_the_harness_expects(url: str, everything: ModuleTyp
     assert tools["test_header_region"]["inputSchema"]["properties"]["region"]["x-mcp-header"] == "Region"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tool", "asked"),
     [
@@ -118,6 +120,7 @@ def test_first_round_asks_under_the_expected_keys(url: str, tool: str, asked: di
     assert {key: request["method"] for key, request in result["inputRequests"].items()} == asked
 
 
+@pytest.mark.slow
 def test_multi_round_asks_step_two_only_after_step_one(url: str) -> None:
     first = call(url, "test_input_required_result_multi_round")
     assert list(first["inputRequests"]) == ["step1"]
@@ -137,6 +140,7 @@ def test_multi_round_asks_step_two_only_after_step_one(url: str) -> None:
     assert third["resultType"] == "complete" and third["content"][0]["text"] == "Alice likes blue"
 
 
+@pytest.mark.slow
 def test_a_first_round_uses_answers_it_recognises_and_ignores_the_rest(url: str) -> None:
     responses = {"user_name": accept(name="Alice"), "unknown_extra_key": accept(foo="bar")}
     result = call(url, "test_input_required_result_elicitation", inputResponses=responses)
@@ -145,6 +149,7 @@ def test_a_first_round_uses_answers_it_recognises_and_ignores_the_rest(url: str)
     assert list(unrelated["inputRequests"]) == ["user_name"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("responses", [None, {"user_name": 12345}, ["user_name"]])
 def test_malformed_input_responses_are_invalid_params(url: str, responses: Any) -> None:
     params = {"name": "test_input_required_result_elicitation", "arguments": {}, "inputResponses": responses}
@@ -152,6 +157,7 @@ def test_malformed_input_responses_are_invalid_params(url: str, responses: Any) 
     assert response["error"]["code"] == -32602
 
 
+@pytest.mark.slow
 def test_a_tampered_request_state_is_refused(url: str) -> None:
     state = call(url, "test_input_required_result_tampered_state")["requestState"]
     _status, response = post(
@@ -167,6 +173,7 @@ def test_a_tampered_request_state_is_refused(url: str) -> None:
     assert response["error"] == {"code": -32602, "message": "Invalid or expired requestState"}
 
 
+@pytest.mark.slow
 def test_only_questions_the_client_can_answer_are_asked(url: str) -> None:
     _status, response = post(
         url,
@@ -177,6 +184,7 @@ def test_only_questions_the_client_can_answer_are_asked(url: str) -> None:
     assert list(response["result"]["inputRequests"]) == ["capital_question"]
 
 
+@pytest.mark.slow
 def test_a_missing_capability_is_a_400_naming_it(url: str) -> None:
     status, response = post(url, "tools/call", {"name": "test_missing_capability", "arguments": {}}, caps={})
     assert status == 400 and response["id"] == 7
@@ -184,6 +192,7 @@ def test_a_missing_capability_is_a_400_naming_it(url: str) -> None:
     assert response["error"]["data"]["requiredCapabilities"] == {"sampling": {}}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "method", ["initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"]
 )
@@ -192,6 +201,7 @@ def test_handshake_only_methods_are_not_found(url: str, method: str) -> None:
     assert (status, response["id"], response["error"]["code"]) == (404, 7, -32601)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("header", "accepted"),
     [
@@ -214,6 +224,7 @@ def test_mirrored_param_header_must_match_the_body(url: str, header: str | None,
 
 
 # -- 2025-11-25: the forms the SEP-1034/1330 scenarios inspect, and logging ---------------------
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_legacy_forms_carry_defaults_and_every_enum_shape(url: str) -> None:
     forms: list[dict[str, Any]] = []
@@ -248,6 +259,7 @@ async def test_legacy_forms_carry_defaults_and_every_enum_shape(url: str) -> Non
     assert enums["titledMulti"]["items"]["anyOf"][2] == {"const": "value3", "title": "Third Choice"}
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_legacy_logging_reaches_a_client_that_set_a_level(url: str) -> None:
     logged: list[Any] = []
@@ -309,6 +321,7 @@ def _sse(*events: str) -> StreamingResponse:
     return StreamingResponse(body(), media_type="text/event-stream", headers={"mcp-session-id": "s-1"})
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_client_resumes_a_stream_the_server_closed_before_answering() -> None:
     """As SEP-1699 polling servers do: a priming event with an id, then the stream ends; the answer waits on GET."""
@@ -350,6 +363,7 @@ async def test_client_resumes_a_stream_the_server_closed_before_answering() -> N
     )  # the resumption, and the standalone stream opened after initialize
 
 
+@pytest.mark.slow
 @pytest.mark.anyio
 async def test_client_retries_discovery_at_a_version_the_server_names() -> None:
     """The request-metadata scenario refuses the first request whatever it says, naming what it takes."""

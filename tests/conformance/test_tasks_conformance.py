@@ -19,6 +19,8 @@ from http_helpers import serving
 from mcp_resolve.tasks import TASKS_EXTENSION
 from tasks_helpers import ALL_CAPS, accept, error, post, result
 
+pytestmark = pytest.mark.slow  # one everything server on uvicorn for the module
+
 EVERYTHING = EXAMPLES / "everything"
 NO_EXTENSION = {"elicitation": {}, "sampling": {}}
 

@@ -97,7 +97,13 @@ def test_docs_run_from_the_installed_package_not_a_checkout(page: Path) -> None:
                 assert sign not in code, f"{page_id(page)}:{line}: a reader with only the wheel has no {sign}"
 
 
-WITH_PYTHON = [page for page in PAGES if any(language == "python" for language, _, _ in blocks(page))]
+# The pages whose Python starts a server process or serves HTTP: `slow` (tests/README.md).
+STARTS_SERVERS = {"docs/interop.md", "docs/pydantic-ai.md", "docs/transports.md"}
+WITH_PYTHON = [
+    pytest.param(page, marks=pytest.mark.slow) if page_id(page) in STARTS_SERVERS else page
+    for page in PAGES
+    if any(language == "python" for language, _, _ in blocks(page))
+]
 
 
 @pytest.mark.parametrize("page", WITH_PYTHON, ids=page_id)

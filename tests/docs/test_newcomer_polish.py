@@ -18,6 +18,7 @@ from servers.raw_stdio import RawStdio
 pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 def test_version_is_the_installed_distributions() -> None:
     from importlib.metadata import version
 
@@ -28,6 +29,7 @@ def test_version_is_the_installed_distributions() -> None:
     assert shown.stdout.strip() == f"mcp-resolve {mcp_resolve.__version__}"
 
 
+@pytest.mark.slow
 def test_an_unknown_tool_over_stdio_suggests_the_close_one() -> None:
     peer = RawStdio(REFUND_DESK)
     try:
@@ -78,6 +80,7 @@ async def test_a_direct_call_to_a_misspelt_tool_suggests_too() -> None:
             await client.request("tools/call", {"name": "refund_ordr", "arguments": {}})
 
 
+@pytest.mark.slow
 def test_check_on_a_file_written_for_the_official_sdk_says_what_to_change(tmp_path: Path) -> None:
     ported = tmp_path / "official.py"
     ported.write_text(

@@ -20,7 +20,7 @@ from http_helpers import http_server
 from mcp_resolve import Context, MCPServer, RequestStateSecurity
 from redis_helpers import RedisServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ACCEPT = "application/json, text/event-stream"
 

@@ -33,7 +33,7 @@ from auth_helpers import TestIssuer, issuer_served, serve_at_known_url
 from mcp_resolve import Context, MCPServer
 from mcp_resolve.auth import AuthSettings, JWTVerifier
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
 

@@ -22,7 +22,7 @@ from fastmcp.exceptions import ToolError
 from conftest import PYTHON, REFUND_DESK, load_module
 from http_helpers import RefundAnswers, http_server, refund_answers, run_refund_trajectory
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ERAS = {"auto": "2026-07-28", "legacy": "2025-11-25"}
 

@@ -29,7 +29,7 @@ from conftest import PYTHON, REFUND_DESK, SERVERS, load_module
 from http_helpers import http_server
 from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CLIENTS_SERVER = SERVERS / "clients_server.py"
 ERAS = {"auto": ("modern", "2026-07-28"), "legacy": ("legacy", "2025-11-25")}

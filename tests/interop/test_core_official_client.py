@@ -23,6 +23,7 @@ from servers.raw_stdio import EVERYTHING_CORE
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.filterwarnings("ignore:The logging capability is deprecated"),  # we test it on purpose
+    pytest.mark.slow,
 ]
 
 ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]

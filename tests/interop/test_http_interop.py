@@ -26,7 +26,7 @@ from conftest import PYTHON, REFUND_DESK
 from http_helpers import free_port, http_server, refund_answers, run_refund_trajectory
 from mcp_resolve import Client, Context, MCPServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ERAS = [("auto", "2026-07-28"), ("legacy", "2025-11-25")]
 

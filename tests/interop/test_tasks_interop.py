@@ -33,7 +33,7 @@ from conftest import EXAMPLES, load_module
 from http_helpers import http_server
 from mcp_resolve import MCPServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TASKS = "io.modelcontextprotocol/tasks"
 REFUND = {"order_id": "ORD-7002", "reason": "wrong size"}

@@ -38,6 +38,7 @@ def _era_params(peer: RawStdio, era: str) -> Callable[[dict[str, Any]], dict[str
     return lambda params: {**params, "_meta": meta}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_two_requests_are_in_flight_at_once_over_stdio(peer: RawStdio, era: str) -> None:
     stamp = _era_params(peer, era)
@@ -67,6 +68,7 @@ async def test_two_calls_overlap_on_one_client_in_memory(mode: Any) -> None:
     assert sorted(results) == [1, 2, 3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 def test_cancelled_request_stops_and_gets_no_response(peer: RawStdio, era: str) -> None:
     stamp = _era_params(peer, era)

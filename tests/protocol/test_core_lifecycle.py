@@ -26,6 +26,7 @@ def _lines(*messages: dict[str, Any]) -> bytes:
     return b"".join(pydantic_core.to_json(m) + b"\n" for m in messages)
 
 
+@pytest.mark.slow
 def test_requests_written_before_eof_are_still_answered() -> None:
     """`printf requests | server`: every request gets its answer although stdin closed at once."""
     calls = [
@@ -56,6 +57,7 @@ async def ask() -> Elicit[Confirm]:
     return Elicit("Sure?", Confirm)
 
 
+@pytest.mark.slow
 def test_a_question_to_a_client_that_left_fails_fast() -> None:
     """Handshake era: the client asks, then closes stdin without answering; the call ends with a tool error."""
     initialize = initialize_request({"elicitation": {}})

@@ -105,6 +105,7 @@ async def listening(
         yield Stream(response)
 
 
+@pytest.mark.slow
 async def test_acknowledged_first_then_only_what_was_asked_each_tagged() -> None:
     mcp = desk()
     async with http_server(mcp.streamable_http_app()) as base, httpx.AsyncClient(timeout=10) as http:
@@ -145,6 +146,7 @@ async def test_acknowledged_first_then_only_what_was_asked_each_tagged() -> None
                 await anyio.sleep(0.01)
 
 
+@pytest.mark.slow
 async def test_discover_declares_list_changes_now_that_listen_works() -> None:
     async with http_server(desk().streamable_http_app()) as base, httpx.AsyncClient(timeout=10) as http:
         reply = await http.post(
@@ -155,6 +157,7 @@ async def test_discover_declares_list_changes_now_that_listen_works() -> None:
     assert capabilities["resources"] == {"subscribe": True, "listChanged": True}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "notifications",
     [
@@ -182,6 +185,7 @@ async def test_malformed_filters_are_refused_before_any_stream(notifications: An
     assert mcp.notifications.streams == 0
 
 
+@pytest.mark.slow
 async def test_more_streams_than_allowed_are_refused_before_the_acknowledgement() -> None:
     mcp = desk()
     mcp.notifications.max_streams = 2
@@ -334,6 +338,7 @@ async def test_a_handshake_session_is_told_listen_is_not_its_method() -> None:
     assert reply["error"]["code"] == -32601 and "resources/subscribe" in reply["error"]["message"]
 
 
+@pytest.mark.slow
 async def test_a_client_that_accepts_only_json_cannot_listen_and_is_told_why() -> None:
     async with http_server(desk().streamable_http_app()) as base, httpx.AsyncClient(timeout=10) as http:
         body = request(4, "subscriptions/listen", {"notifications": {"toolsListChanged": True}})

@@ -77,6 +77,7 @@ async def _exercise(client: OfficialClient) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_chain_logs_rewrites_refuses_and_answers_like_the_official_one(
@@ -113,6 +114,7 @@ async def test_the_chain_logs_rewrites_refuses_and_answers_like_the_official_one
     assert (SECRET in expected["crashed"].message) == (mode == "legacy")
 
 
+@pytest.mark.slow
 def test_a_crashing_middleware_leaks_nothing_on_the_wire_and_the_server_goes_on() -> None:
     peer = RawStdio(SCRIPT)
     try:

@@ -70,6 +70,7 @@ def post(
     return answer
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("method", "params", "name"),
     [
@@ -90,6 +91,7 @@ def test_a_malformed_input_responses_is_the_requests_error_even_where_nothing_wo
         assert "result" in post(client, url, method, params, name)
 
 
+@pytest.mark.slow
 def test_a_hand_written_round_sees_its_verified_state_and_the_answers() -> None:
     with serving(wrapping_server().streamable_http_app()) as base, httpx.Client() as client:
         url = base + "/mcp"

@@ -36,7 +36,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from conftest import PYTHON, REFUND_DESK, SERVERS, load_module
 from http_helpers import http_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CLIENTS_SERVER = SERVERS / "clients_server.py"
 MODERN = "2026-07-28"

@@ -111,6 +111,7 @@ def names(tools: list[mcp_types.Tool]) -> set[str]:
 # -- the refund desk through an agent ------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_agent_refunds_through_the_toolsets_handler_on_both_eras(transport: str, era: str) -> None:
@@ -131,6 +132,7 @@ async def test_agent_refunds_through_the_toolsets_handler_on_both_eras(transport
     assert result.output == RECEIPT
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_a_declined_question_reaches_the_model_as_a_retry_with_our_text(
@@ -146,6 +148,7 @@ async def test_a_declined_question_reaches_the_model_as_a_retry_with_our_text(
     assert result.output == DECLINED  # word for word what pydantic-ai's own toolset gives the model
 
 
+@pytest.mark.slow
 async def test_a_pre_built_client_brings_its_own_handlers() -> None:
     asked: list[str] = []
 
@@ -190,6 +193,7 @@ def summarize_model(messages: list[ModelMessage], info: AgentInfo) -> ModelRespo
     return ModelResponse(parts=[ToolCallPart("summarize", {"topic": "refunds"})])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_sampling_model_roots_resources_and_prompts(transport: str, era: str) -> None:
@@ -219,6 +223,7 @@ async def test_sampling_model_roots_resources_and_prompts(transport: str, era: s
             assert message.content.content == "Please review this code:\nx = 1"  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_set_sampling_model_on_a_pre_built_legacy_client() -> None:
     toolset: MCPToolset[Any] = MCPToolset(Client([PYTHON, str(CLIENTS_SERVER)], mode="legacy"))
     toolset.set_sampling_model(FunctionModel(headline_model, model_name="late-fn"))
@@ -299,6 +304,7 @@ async def test_the_response_type_roots_function_and_binary_resources() -> None:
 # -- caching -----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_the_tool_list_is_cached_until_the_server_says_it_changed(transport: str, era: str) -> None:
@@ -328,6 +334,7 @@ async def test_the_tool_list_is_cached_until_the_server_says_it_changed(transpor
         assert sent["tools/list"] == 3
 
 
+@pytest.mark.slow
 async def test_without_cache_tools_every_call_lists() -> None:
     async with cache_server("stdio", 60_000) as target:
         toolset: MCPToolset[Any] = MCPToolset(target, cache_tools=False)
@@ -338,6 +345,7 @@ async def test_without_cache_tools_every_call_lists() -> None:
         assert sent["tools/list"] == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("ttl_ms", "expected"), [(0, [1, 2, 3]), (600, [1, 1, 2])])
 async def test_on_2026_07_28_a_list_is_kept_no_longer_than_its_ttl(ttl_ms: int, expected: list[int]) -> None:
     async with cache_server("http", ttl_ms) as target:
@@ -352,6 +360,7 @@ async def test_on_2026_07_28_a_list_is_kept_no_longer_than_its_ttl(ttl_ms: int, 
     assert counts == expected
 
 
+@pytest.mark.slow
 async def test_prompts_and_resources_are_cached_too() -> None:
     async with cache_server("http", 60_000) as target:
         toolset: MCPToolset[Any] = MCPToolset(target)
@@ -382,6 +391,7 @@ def both_tools(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     )
 
 
+@pytest.mark.slow
 async def test_load_mcp_toolsets_with_a_stdio_and_an_http_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -449,6 +459,7 @@ def test_config_file_errors(tmp_path: Path) -> None:
 # -- tasks ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_use_task_runs_a_task_capable_tool(transport: str) -> None:
     asked: list[str] = []
@@ -477,6 +488,7 @@ async def test_use_task_runs_a_task_capable_tool(transport: str) -> None:
     assert "payment provider: step 1 of 4" in progress  # the task's status, as progress
 
 
+@pytest.mark.slow
 async def test_use_task_with_metadata_and_on_the_handshake_era() -> None:
     async with cache_server("http", 0) as target:
         toolset: MCPToolset[Any] = MCPToolset(target)
@@ -510,6 +522,7 @@ def echo_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[ToolCallPart("echo_context", {})])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 async def test_process_tool_call_adds_meta_and_headers_reach_the_server(era: str) -> None:
     async def traced(ctx: Any, call_tool: Any, name: str, args: dict[str, Any]) -> Any:
@@ -524,6 +537,7 @@ async def test_process_tool_call_adds_meta_and_headers_reach_the_server(era: str
     assert json.loads(result.output) == {"trace": "run-7", "team": "refunds"}
 
 
+@pytest.mark.slow
 async def test_a_borrowed_http_client_is_used_and_left_open() -> None:
     async with cache_server("http", 0) as target, httpx.AsyncClient(headers={"X-Team": "borrowed"}) as http:
         toolset: MCPToolset[Any] = MCPToolset(target, http_client=http)
@@ -535,6 +549,7 @@ async def test_a_borrowed_http_client_is_used_and_left_open() -> None:
             assert await checked.direct_call_tool("echo_context", {}) == {"trace": None, "team": None}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 async def test_auth_oauth_logs_in_to_a_protected_server(era: str) -> None:
     async with deployment() as (authz, url):
@@ -545,6 +560,7 @@ async def test_auth_oauth_logs_in_to_a_protected_server(era: str) -> None:
     assert len(authz.authorization_requests) == 1  # one login, then the token on every request
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("era", [MODERN, LEGACY])
 async def test_log_level_filters_the_servers_log_on_both_eras(era: str) -> None:
     lines: list[Any] = []
@@ -595,6 +611,7 @@ async def test_include_return_schema_shows_the_model_the_output_schema(include: 
     assert ('"title": "Receipt"' in tool.description) is bool(include)
 
 
+@pytest.mark.slow
 async def test_init_and_read_timeouts() -> None:
     silent = [PYTHON, "-c", "import sys; sys.stdin.read()"]  # a process that never answers, gone at EOF
     with anyio.fail_after(10), pytest.raises(TimeoutError):
@@ -649,6 +666,7 @@ async def test_errors_from_prompts_and_resources_are_the_toolsets_mcp_error() ->
     assert isinstance(raised.value.code, int) and raised.value.message
 
 
+@pytest.mark.slow
 def test_only_mcp_resolve_pydantic_ai_imports_pydantic_ai() -> None:
     code = (
         "import sys, mcp_resolve, mcp_resolve.client; "

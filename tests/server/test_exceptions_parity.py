@@ -105,6 +105,7 @@ def test_the_exceptions_module_has_every_official_name_with_the_same_hierarchy()
     assert ours.ToolError is mcp_resolve.ToolError and ours.MCPError is mcp_resolve.MCPError
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_official_client_gets_the_same_answers_from_both_servers(
     mode: str, caplog: pytest.LogCaptureFixture

@@ -50,6 +50,7 @@ async def _observe(client: OfficialClient) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("declares", [False, True])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_the_official_client_sees_the_same_extension_from_both_servers(
@@ -84,6 +85,7 @@ def _caps_meta(capabilities: dict[str, Any]) -> dict[str, Any]:
     return modern_meta(**{"io.modelcontextprotocol/clientCapabilities": capabilities})
 
 
+@pytest.mark.slow
 def test_the_extension_method_over_stdio_on_both_eras_and_malformed_declarations() -> None:
     peer = RawStdio(SCRIPT)
     try:

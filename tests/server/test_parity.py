@@ -68,6 +68,7 @@ async def _observe(client: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_official_client_sees_the_same_identity_media_and_messages_from_both_servers(mode: str) -> None:
     theirs = define(

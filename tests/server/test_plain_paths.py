@@ -27,6 +27,7 @@ pytestmark = pytest.mark.anyio
 ERAS = ["2026-07-28", "legacy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ERAS)
 async def test_the_portable_exchange_serves_the_refund_desk_over_http(
     refund_desk: ModuleType, mode: str, monkeypatch: pytest.MonkeyPatch
@@ -47,6 +48,7 @@ async def test_the_portable_exchange_serves_the_refund_desk_over_http(
         await run_refund_trajectory(lambda arguments: client.call_tool("refund_order", arguments), answers)
 
 
+@pytest.mark.slow
 async def test_the_portable_exchange_pings_a_silent_call(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(http_exchange, "PLAIN_EXCHANGE", True)
     server = MCPServer("slow")

@@ -67,6 +67,7 @@ def _dump(model: Any) -> Any:
     return model.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+@pytest.mark.slow
 async def test_the_official_positional_order_gives_the_same_server_info_and_instructions() -> None:
     theirs = OfficialServer(*POSITIONAL)
     ours = MCPServer(*POSITIONAL)
@@ -120,6 +121,7 @@ def test_token_verifier_is_the_ninth_positional_argument() -> None:
     assert mcp.token_verifier is verifier
 
 
+@pytest.mark.slow
 async def test_prebuilt_tools_and_resources_serve_as_the_officials_do() -> None:
     theirs = OfficialServer(
         "prebuilt",
@@ -178,6 +180,7 @@ CACHE_HINTS = {
 }
 
 
+@pytest.mark.slow
 async def test_cache_hints_put_the_same_ttl_and_scope_on_results_as_the_official() -> None:
     def build(server_type: Any, hint_type: Any) -> Any:
         hints = {method: hint_type(ttl_ms=ttl, scope=scope) for method, (ttl, scope) in CACHE_HINTS.items()}
@@ -206,6 +209,7 @@ async def test_cache_hints_put_the_same_ttl_and_scope_on_results_as_the_official
     assert (unhinted.ttl_ms, unhinted.cache_scope) == (0, "public")  # cache_ttl_ms, as before
 
 
+@pytest.mark.slow
 async def test_cache_hints_win_over_cache_ttl_ms_method_by_method() -> None:
     mcp = MCPServer(
         "mixed", cache_ttl_ms=30_000, cache_hints={"server/discover": CacheHint(1_000, "private")}
@@ -268,6 +272,7 @@ def _protected(base: str) -> Any:
     return mcp.streamable_http_app()
 
 
+@pytest.mark.slow
 async def test_authenticated_principal_names_the_verified_caller_and_nobody_else() -> None:
     async with serve_at_known_url(_protected) as base:
         seen: dict[str, list[str]] = {}
@@ -318,6 +323,7 @@ def who(ctx: Context, caller: Annotated[str | None, Resolve(authenticated_princi
 """
 
 
+@pytest.mark.slow
 def test_a_bare_context_passes_mypy_strict_as_the_docs_show_it(tmp_path: Path) -> None:
     snippet = tmp_path / "bare_context.py"
     snippet.write_text(textwrap.dedent(BARE_CONTEXT))

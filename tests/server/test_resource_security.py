@@ -91,6 +91,7 @@ async def _both(mode: str, official_kw: dict[str, Any], our_kw: dict[str, Any]) 
     return expected, got, theirs_seen, ours_seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_default_policy_refuses_what_the_official_refuses_before_the_function_runs(mode: str) -> None:
     expected, got, theirs_seen, ours_seen = await _both(mode, {}, {})
@@ -112,6 +113,7 @@ async def test_default_policy_refuses_what_the_official_refuses_before_the_funct
         assert expected[value][1] == -32602 and expected[value][3] == {"uri": uri}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_relaxed_policy_hands_every_value_to_the_function_decoded_as_the_official_does(
     mode: str,
@@ -127,6 +129,7 @@ async def test_relaxed_policy_hands_every_value_to_the_function_decoded_as_the_o
     assert ours_seen == theirs_seen
 
 
+@pytest.mark.slow
 async def test_one_check_off_leaves_the_others_on() -> None:
     mcp = define(MCPServer("docs", resource_security=ResourceSecurity(reject_null_bytes=False)), seen := [])
     async with http_server(mcp.streamable_http_app()) as base, OfficialClient(f"{base}/mcp") as client:
@@ -136,6 +139,7 @@ async def test_one_check_off_leaves_the_others_on() -> None:
     assert seen == ["a\x00b"]
 
 
+@pytest.mark.slow
 async def test_per_template_security_and_exempt_params() -> None:
     mcp = MCPServer("git")
     ranges: list[str] = []
@@ -156,6 +160,7 @@ async def test_per_template_security_and_exempt_params() -> None:
     assert ranges == ["..", "/x\x00"]
 
 
+@pytest.mark.slow
 async def test_a_refused_uri_never_falls_through_to_a_later_laxer_template() -> None:
     mcp = MCPServer("order")
     reached: list[str] = []

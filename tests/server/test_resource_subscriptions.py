@@ -53,6 +53,7 @@ INITIALIZE = rpc(
 )
 
 
+@pytest.mark.slow
 async def test_a_subscriber_hears_updates_on_its_get_stream_until_it_unsubscribes() -> None:
     async with (
         http_server(notes_server().streamable_http_app()) as base,

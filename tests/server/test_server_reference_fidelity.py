@@ -291,6 +291,7 @@ async def test_direct_call_tool_returns_and_raises_as_the_reference_does(impl: A
     assert protocol.value.code == -32042
 
 
+@pytest.mark.slow
 async def test_a_direct_call_is_what_a_client_receives_over_http() -> None:
     """The direct call's result is the wire's: compared with our Client over real HTTP, both eras."""
     mcp = direct_server(OURS)

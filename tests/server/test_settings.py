@@ -279,6 +279,7 @@ def test_mcp_run_reads_the_environment_and_its_arguments_win(tmp_path: Path) -> 
         assert post_ping(arg_port, host="script.example.test") == 403
 
 
+@pytest.mark.slow
 def test_an_app_served_by_any_asgi_server_honours_the_allowed_hosts(no_settings: pytest.MonkeyPatch) -> None:
     no_settings.setenv("MCP_RESOLVE_ALLOWED_HOSTS", "app.example.test")
     no_settings.setenv("MCP_RESOLVE_ALLOWED_ORIGINS", "https://ui.example.test")
@@ -447,6 +448,7 @@ print("pydantic_settings" in sys.modules, file=sys.stderr)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("configured", [False, True])
 def test_the_settings_model_loads_only_when_a_variable_is_set(configured: bool) -> None:
     """With no MCP_RESOLVE_* variable every setting is its default: an idle stdio server does not

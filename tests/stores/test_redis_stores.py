@@ -31,7 +31,7 @@ from mcp_resolve.stores.redis_replay import RedisReplayStore
 from mcp_resolve.stores.sessions import RedisSessionStore
 from redis_helpers import RedisServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 HOSTILE = ["a:b", "*", "mcp-resolve:x:replay:*", "\r\nFLUSHALL\r\n", "é" * 50, "x" * 10_000, "{tag}", " "]
 

@@ -34,7 +34,7 @@ from test_task_stores import (  # noqa: F401 (collected here, with this module's
     test_the_same_id_is_never_created_twice,
 )
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

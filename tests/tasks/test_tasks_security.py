@@ -74,6 +74,7 @@ def test_task_ids_are_unguessable() -> None:
     assert all(len(task_id) == 32 and set(task_id) <= alphabet for task_id in ids)  # 192 random bits each
 
 
+@pytest.mark.slow
 def test_another_callers_task_is_not_found(url: str) -> None:
     task_id = waiting_task(url, "alice")
     unknown = "A" * 32
@@ -88,6 +89,7 @@ def test_another_callers_task_is_not_found(url: str) -> None:
     result(url, "tasks/cancel", {"taskId": task_id})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("responses", "why"),
     [
@@ -116,6 +118,7 @@ def test_a_malformed_answer_is_refused_and_changes_nothing(url: str, responses: 
     result(url, "tasks/cancel", {"taskId": task_id})
 
 
+@pytest.mark.slow
 def test_unknown_keys_are_ignored_however_many(url: str) -> None:
     task_id = waiting_task(url)
     flood = {f"key-{index}": accept(x=index) for index in range(5000)}
@@ -126,6 +129,7 @@ def test_unknown_keys_are_ignored_however_many(url: str) -> None:
     result(url, "tasks/cancel", {"taskId": task_id})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", [None, 7, ["x"], {"a": 1}, "", "x" * 5000])
 def test_a_task_id_that_is_not_a_short_string_is_invalid_params(url: str, task_id: Any) -> None:
     params = {} if task_id is None else {"taskId": task_id}
@@ -133,6 +137,7 @@ def test_a_task_id_that_is_not_a_short_string_is_invalid_params(url: str, task_i
     assert code == -32602
 
 
+@pytest.mark.slow
 def test_routing_headers_must_name_the_task(url: str) -> None:
     task_id = waiting_task(url)
     assert error(url, "tasks/get", {"taskId": task_id}, headers={"Mcp-Name": "another-task"})[0] == -32020
@@ -146,6 +151,7 @@ def test_routing_headers_must_name_the_task(url: str) -> None:
     result(url, "tasks/cancel", {"taskId": task_id})
 
 
+@pytest.mark.slow
 def test_live_tasks_are_bounded_per_principal(url: str) -> None:
     first = result(url, "tools/call", {"name": "wait", "arguments": {}}, user="carol")["taskId"]
     second = result(url, "tools/call", {"name": "wait", "arguments": {}}, user="carol")["taskId"]
@@ -163,6 +169,7 @@ def test_live_tasks_are_bounded_per_principal(url: str) -> None:
         result(url, "tasks/cancel", {"taskId": task_id}, user="carol")
 
 
+@pytest.mark.slow
 def test_too_large_a_call_is_not_kept(url: str) -> None:
     refused = result(
         url, "tools/call", {"name": "confirm", "arguments": {"note": "x" * 1_100_000}}, user="erin"
@@ -170,6 +177,7 @@ def test_too_large_a_call_is_not_kept(url: str) -> None:
     assert refused["isError"] is True and "too large to run as a task" in refused["content"][0]["text"]
 
 
+@pytest.mark.slow
 def test_without_the_extension_nothing_about_tasks_is_served(url: str) -> None:
     task_id = waiting_task(url)
     for method in ("tasks/get", "tasks/update", "tasks/cancel"):

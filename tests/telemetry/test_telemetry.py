@@ -657,12 +657,14 @@ print("clean")
 """
 
 
+@pytest.mark.slow
 def test_without_opentelemetry_nothing_tries_to_import_it() -> None:
     done = _run(HIDE_OPENTELEMETRY + SERVE_A_CALL + NOTHING_TRIED)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "clean"
 
 
+@pytest.mark.slow
 def test_installed_but_not_instrumented_loads_nothing() -> None:
     done = _run(
         SERVE_A_CALL

@@ -17,6 +17,8 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from servers.raw_stdio import RawStdio, modern_meta
 
+pytestmark = pytest.mark.slow  # one server process for the module
+
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 RESOURCE_NOT_FOUND, UNSUPPORTED_VERSION = -32002, -32022
 

@@ -425,6 +425,7 @@ def test_authorization_server_metadata_is_looked_for_in_the_spec_order() -> None
 
 
 # -- the browser step and storage -----------------------------------------------------------------
+@pytest.mark.slow
 async def test_the_loopback_listener_ignores_forged_callbacks_and_takes_the_real_one() -> None:
     callback = LoopbackCallback()
     uri = await callback.redirect_uri()
@@ -446,6 +447,7 @@ async def test_the_loopback_listener_ignores_forged_callbacks_and_takes_the_real
         await callback.aclose()
 
 
+@pytest.mark.slow
 async def test_the_loopback_listener_gives_up_after_its_timeout() -> None:
     with pytest.raises(AuthorizationError) as caught:
         await LoopbackCallback().wait_for_callback("s", timeout=0.2)
@@ -504,6 +506,7 @@ async def test_an_unusable_token_file_fails_the_request_not_the_connection(tmp_p
     assert "readable by other users" in str(error)
 
 
+@pytest.mark.slow
 async def test_a_redirect_that_fails_closes_the_callback_listener() -> None:
     """The loopback listener opened for the redirect URI is closed when the redirect itself fails
     (before, it stayed bound until the object was collected, warning then)."""

@@ -98,6 +98,7 @@ def challenge(response: httpx.Response) -> str:
     return response.headers["www-authenticate"]
 
 
+@pytest.mark.slow
 async def test_no_token_is_a_401_that_points_at_the_metadata(issuer: TestIssuer) -> None:
     async with protected(issuer) as url, httpx.AsyncClient() as http:
         metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource/mcp")
@@ -113,6 +114,7 @@ async def test_no_token_is_a_401_that_points_at_the_metadata(issuer: TestIssuer)
             assert response.json()["error"]["message"].startswith("Unauthorized")
 
 
+@pytest.mark.slow
 async def test_every_refused_token_is_a_401_invalid_token_that_never_echoes_it(issuer: TestIssuer) -> None:
     async with protected(issuer) as url, httpx.AsyncClient() as http:
         good = await http.post(url, **_with(modern("tools/list"), bearer(issuer.mint(url))))
@@ -130,6 +132,7 @@ def _with(request: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
     return {**request, "headers": {**request["headers"], **headers}}
 
 
+@pytest.mark.slow
 async def test_hostile_authorization_headers_are_refused_cleanly(issuer: TestIssuer) -> None:
     async with protected(issuer) as url, httpx.AsyncClient() as http:
         for value in (
@@ -157,6 +160,7 @@ async def test_hostile_authorization_headers_are_refused_cleanly(issuer: TestIss
         assert response.status_code == 401
 
 
+@pytest.mark.slow
 async def test_a_ten_megabyte_token_is_refused_without_being_read(issuer: TestIssuer) -> None:
     """Past uvicorn (which bounds headers itself), straight into the ASGI app: still a plain 401."""
     verifier = JWTVerifier(jwks_uri=f"{issuer.base}/jwks")
@@ -169,6 +173,7 @@ async def test_a_ten_megabyte_token_is_refused_without_being_read(issuer: TestIs
     assert issuer.jwks_fetches == 0  # refused on its length, before any key was looked up
 
 
+@pytest.mark.slow
 async def test_protected_resource_metadata_is_public_and_cors_open(issuer: TestIssuer) -> None:
     async with protected(issuer, required_scopes=["mcp:use"]) as url, httpx.AsyncClient() as http:
         base = url.removesuffix("/mcp")
@@ -196,6 +201,7 @@ async def test_protected_resource_metadata_is_public_and_cors_open(issuer: TestI
         assert refused.status_code == 401 and 'scope="mcp:use"' in challenge(refused)
 
 
+@pytest.mark.slow
 async def test_a_tool_scope_is_a_403_step_up_challenge_on_both_eras(issuer: TestIssuer) -> None:
     async with protected(issuer) as url, httpx.AsyncClient() as http:
         reader = bearer(issuer.mint(url, scope="read"))
@@ -236,6 +242,7 @@ async def test_a_tool_scope_is_a_403_step_up_challenge_on_both_eras(issuer: Test
         assert refused.status_code == 403 and 'scope="refunds:write"' in challenge(refused)
 
 
+@pytest.mark.slow
 async def test_server_wide_required_scopes_are_named_in_one_challenge_with_the_tools(
     issuer: TestIssuer,
 ) -> None:
@@ -248,6 +255,7 @@ async def test_server_wide_required_scopes_are_named_in_one_challenge_with_the_t
         assert 'scope="mcp:use refunds:write"' in challenge(refused)  # everything the call needs, at once
 
 
+@pytest.mark.slow
 async def test_verifier_failures_fail_closed_with_a_log_line_and_no_500(
     issuer: TestIssuer, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -274,6 +282,7 @@ async def test_verifier_failures_fail_closed_with_a_log_line_and_no_500(
                 assert token not in caplog.text and "Traceback" not in caplog.text
 
 
+@pytest.mark.slow
 async def test_a_verifier_ported_from_the_official_sdk_keeps_working(issuer: TestIssuer) -> None:
     class Ported:  # returns the official SDK's AccessToken, as a server written for it does
         async def verify_token(self, token: str) -> OfficialAccessToken | None:
@@ -293,6 +302,7 @@ async def test_a_verifier_ported_from_the_official_sdk_keeps_working(issuer: Tes
         assert (await http.post(url, **_with(call, bearer("opaque-token-2")))).status_code == 401
 
 
+@pytest.mark.slow
 async def test_a_token_for_another_resource_is_refused_by_the_resource_check(issuer: TestIssuer) -> None:
     class Elsewhere:
         async def verify_token(self, token: str) -> AccessToken | None:
@@ -363,6 +373,7 @@ def _bearer_check() -> BearerCheck:
 _BEARER_CHECK = _bearer_check()
 
 
+@pytest.mark.slow
 def test_an_open_server_loads_nothing_of_auth() -> None:
     """No verifier, no cost: building and serving an open app imports neither joserfc nor the auth code."""
     script = (

@@ -19,7 +19,7 @@ import pytest
 from http_helpers import http_server
 from mcp_resolve import Client
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 CLIENTS = 32
 SKUS = ("trail-boots", "wool-socks")

@@ -25,7 +25,7 @@ from starlette.middleware.base import BaseHTTPMiddleware
 from http_helpers import free_port, serving
 from mcp_resolve import Client, MCPServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 ACCEPT_BOTH = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 

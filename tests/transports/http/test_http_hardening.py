@@ -212,6 +212,7 @@ def _bad_inputs() -> list[Any]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "body", "headers", "status", "code"), _bad_inputs())
 async def test_bad_input_gets_its_status_and_the_server_keeps_serving(
     served: tuple[str, Probe], method: str, body: bytes, headers: dict[str, str], status: int, code: int
@@ -236,6 +237,7 @@ async def test_bad_input_gets_its_status_and_the_server_keeps_serving(
         assert after.json()["result"]["content"][0]["text"] == "nobody"
 
 
+@pytest.mark.slow
 async def test_remembered_header_verdicts_hold_when_the_same_values_come_again(
     served: tuple[str, Probe],
 ) -> None:
@@ -257,6 +259,7 @@ async def test_remembered_header_verdicts_hold_when_the_same_values_come_again(
             assert fine.status_code == 200 and fine.headers["content-type"] == "application/json"
 
 
+@pytest.mark.slow
 async def test_header_values_may_be_base64(served: tuple[str, Probe]) -> None:
     url, _probe = served
     body, headers = modern("tools/call", {"name": "whoami", "arguments": {}})
@@ -273,6 +276,7 @@ async def test_header_values_may_be_base64(served: tuple[str, Probe]) -> None:
         assert wrong_case.status_code == 400 and wrong_case.json()["error"]["code"] == -32020
 
 
+@pytest.mark.slow
 async def test_failures_inside_handlers_leak_no_traceback(served: tuple[str, Probe]) -> None:
     url, _probe = served
     async with httpx.AsyncClient() as http:
@@ -296,6 +300,7 @@ def _events(text: str) -> list[dict[str, Any]]:
     return [json.loads(line[len("data: ") :]) for line in text.splitlines() if line.startswith("data: ")]
 
 
+@pytest.mark.slow
 async def test_response_shape_follows_accept(served: tuple[str, Probe]) -> None:
     url, _probe = served
     body, headers = modern("tools/call", {"name": "count_up", "arguments": {"steps": 2}})
@@ -323,6 +328,7 @@ async def test_response_shape_follows_accept(served: tuple[str, Probe]) -> None:
         assert len(_events(sse_only.text)[0]["result"]["tools"]) == 5
 
 
+@pytest.mark.slow
 async def test_handshake_session_lifecycle(served: tuple[str, Probe]) -> None:
     url, _probe = served
     async with httpx.AsyncClient(timeout=10) as http:
@@ -363,6 +369,7 @@ async def test_handshake_session_lifecycle(served: tuple[str, Probe]) -> None:
         assert (await http.delete(url, headers=headers)).status_code == 404
 
 
+@pytest.mark.slow
 async def test_a_handshake_question_whose_stream_is_gone_fails_instead_of_hanging(
     served: tuple[str, Probe],
 ) -> None:
@@ -385,6 +392,7 @@ async def test_a_handshake_question_whose_stream_is_gone_fails_instead_of_hangin
         assert ping.json() == {"jsonrpc": "2.0", "id": 8, "result": {}}
 
 
+@pytest.mark.slow
 async def test_closing_a_modern_stream_cancels_the_call(served: tuple[str, Probe]) -> None:
     url, probe = served
     probe.started.clear()
@@ -401,6 +409,7 @@ async def test_closing_a_modern_stream_cancels_the_call(served: tuple[str, Probe
     assert await anyio.to_thread.run_sync(probe.cancelled.wait, 10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_request_headers_reach_tools(served: tuple[str, Probe], mode: Any) -> None:
     url, _probe = served
@@ -437,6 +446,7 @@ def counting_server(counts: dict[str, int]) -> MCPServer:
     return mcp
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wired", [False, True], ids=["lazy-lifespan", "parent-runs-lifespan"])
 async def test_mounted_inside_a_parent_starlette_app(wired: bool) -> None:
     counts = {"enter": 0, "exit": 0}
@@ -481,6 +491,7 @@ def test_workers_without_shared_keys_are_refused(caplog: pytest.LogCaptureFixtur
     assert len(warnings) == 1 and "retries that arrive after a restart will be rejected" in warnings[0]
 
 
+@pytest.mark.slow
 async def test_idle_sessions_expire() -> None:
     app = hardening_server(Probe()).streamable_http_app(session_idle_timeout=0.0)
     async with http_server(app) as base, httpx.AsyncClient() as http:
@@ -492,6 +503,7 @@ async def test_idle_sessions_expire() -> None:
         assert len(app.state.mcp_endpoint.sessions) <= 1
 
 
+@pytest.mark.slow
 async def test_cancelled_notification_stops_a_handshake_call(served: tuple[str, Probe]) -> None:
     url, probe = served
     probe.started.clear()
@@ -516,6 +528,7 @@ async def test_cancelled_notification_stops_a_handshake_call(served: tuple[str, 
         )  # a cancelled request gets no answer
 
 
+@pytest.mark.slow
 async def test_a_json_only_client_cannot_be_asked_mid_call(served: tuple[str, Probe]) -> None:
     url, _probe = served
     async with httpx.AsyncClient(timeout=10) as http:
@@ -528,6 +541,7 @@ async def test_a_json_only_client_cannot_be_asked_mid_call(served: tuple[str, Pr
         assert "accepts only application/json" in answer.json()["error"]["message"]
 
 
+@pytest.mark.slow
 async def test_sessions_belong_to_the_principal_that_opened_them() -> None:
     app = hardening_server(Probe()).streamable_http_app(
         principal=lambda request: request.headers.get("x-user")
@@ -542,6 +556,7 @@ async def test_sessions_belong_to_the_principal_that_opened_them() -> None:
         assert theirs.status_code == 404  # not "forbidden": the id reveals nothing to another principal
 
 
+@pytest.mark.slow
 async def test_session_count_is_bounded() -> None:
     app = hardening_server(Probe()).streamable_http_app(max_sessions=1)
     async with http_server(app) as base, httpx.AsyncClient() as http:

@@ -23,7 +23,7 @@ from http_helpers import http_server
 from mcp_resolve import Context, MCPServer
 from mcp_resolve.stores.events import MemoryEventStore
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SSE = "application/json, text/event-stream"
 
