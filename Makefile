@@ -1,4 +1,4 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test` (`make test-fast` while you work).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,7 +9,7 @@ CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light graphviz
 
-.PHONY: venv install install-test test lint typecheck docs pictures pytest demo conformance bench soak clean
+.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo conformance bench soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -75,12 +75,21 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict
 
 # The pictures in docs/pictures/, made again from the code and drawn with Graphviz's dot; commit
-# what changes (tests/test_docs_pictures.py fails while a committed picture is stale).
+# what changes (tests/docs/test_docs_pictures.py fails while a committed picture is stale).
 pictures: $(STAMP) $(SYSTEM_STAMP)
 	$(PY) docs/pictures/generate.py
 
+# The whole suite, in PYTEST_WORKERS processes (pytest-xdist), each test module kept on one worker
+# (its module-scoped servers start once). PYTEST_WORKERS=0 runs it in this process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) $(CLIENTS_NODE_STAMP) $(SYSTEM_STAMP)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
+
+# The unit and in-memory tests: everything not marked slow, so no process, no server, no Node, no
+# Redis (tests/conftest.py fails an unmarked test that starts one). Under a minute; `make test` is
+# the gate.
+test-fast: $(STAMP)
+	$(VENV)/bin/pytest -q -m "not slow"
 
 # The official MCP conformance harness against examples/everything, both wires.
 conformance: $(STAMP) $(NODE_STAMP)
@@ -98,7 +107,13 @@ bench: $(STAMP)
 soak: $(STAMP) $(SYSTEM_STAMP)
 	$(PY) benchmarks/soak.py $(SOAK_ARGS)
 
-test: lint typecheck docs pytest conformance
+# The gate: its legs are independent, so they run side by side (the longest, pytest, sets the time),
+# and each leg's output is printed whole when that leg ends; a failed leg ends with make's
+# `*** [Makefile:NN: leg] Error` line under its own log. Every leg runs to its end (--keep-going).
+TEST_LEGS := lint typecheck docs pytest conformance
+test: $(STAMP)
+	@echo "make test: $(TEST_LEGS) side by side; each leg's output appears when it ends"
+	@$(MAKE) --no-print-directory --jobs=$(words $(TEST_LEGS)) --keep-going --output-sync=target $(TEST_LEGS)
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info conformance/node_modules

@@ -10,7 +10,7 @@ import httpx
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from mcp_resolve import Client
-from mcp_resolve.tasks import TASKS_EXTENSION
+from mcp_resolve.tasks import TASKS_EXTENSION, TaskRecord
 
 EXTENSION = {"extensions": {TASKS_EXTENSION: {}}}
 ALL_CAPS: dict[str, Any] = {"elicitation": {}, "sampling": {}, "roots": {"listChanged": True}, **EXTENSION}
@@ -118,3 +118,19 @@ def error(url: str, method: str, params: dict[str, Any], **options: Any) -> tupl
     _status, response = post(url, method, params, **options)
     assert "error" in response, response
     return response["error"]["code"], response["error"]["message"]
+
+
+def record(task_id: str = "t1", principal: str | None = None, *, expires_at: float = 2000.0) -> TaskRecord:
+    """A working task; its holder is its principal's (None when it has none)."""
+    return TaskRecord(
+        task_id=task_id,
+        principal=principal,
+        holder=None if principal is None else f"principal {principal}",
+        tool="slow",
+        arguments={"n": 1},
+        client={"protocolVersion": "2026-07-28", "capabilities": {}, "info": None},
+        created_at=1000.0,
+        updated_at=1000.0,
+        expires_at=expires_at,
+        poll_interval_ms=100,
+    )

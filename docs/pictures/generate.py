@@ -14,7 +14,7 @@ that Graphviz's `dot` draws from it (`NAME.svg`), both committed:
 
 Run `make pictures` (or `python docs/pictures/generate.py`; it needs `dot`,
 Debian's `graphviz`) after changing any of those, and commit what changed.
-tests/test_docs_pictures.py makes the DOT sources again and fails when a
+tests/docs/test_docs_pictures.py makes the DOT sources again and fails when a
 committed one differs.
 """
 

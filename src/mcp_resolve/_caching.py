@@ -22,7 +22,7 @@ from typing import Any, Literal, get_args
 __all__ = ["CACHEABLE_METHODS", "CacheHint", "CacheableMethod", "checked_cache_hints"]
 
 # mcp_types.methods has the same two names, but importing it builds every method's models, a cost
-# `import mcp_resolve` should not pay for six strings. tests/test_porting_constructor.py holds them equal.
+# `import mcp_resolve` should not pay for six strings. tests/server/test_porting_constructor.py holds them equal.
 CacheableMethod = Literal[
     "prompts/list",
     "resources/list",

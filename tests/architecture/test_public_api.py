@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from mcp_resolve import _moved
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 PUBLIC_PACKAGES = [
     "mcp_resolve",
@@ -31,7 +31,7 @@ PUBLIC_PACKAGES = [
     "mcp_resolve.telemetry",
     "mcp_resolve.transports.http",
 ]
-DOC_FILES = sorted((ROOT / "docs").rglob("*.md")) + [ROOT / "README.md"]
+DOC_FILES = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md"]
 FROM_IMPORT = re.compile(r"^\s*from\s+(mcp_resolve[\w.]*)\s+import\s+\(?([\w\s,]+?)\)?\s*$", re.M)
 PLAIN_IMPORT = re.compile(r"^\s*import\s+(mcp_resolve[\w.]*)", re.M)
 DOTTED = re.compile(r"\bmcp_resolve(?:\.\w+)+")

@@ -83,7 +83,7 @@ def build(sdk: str = "ours") -> Any:
             raise RuntimeError(f"middleware crashed: {SECRET}")
         if ctx.method == "prompts/list":
             # A short-circuit owns its envelope in the official SDK, so this one is complete for
-            # 2026-07-28; ours would fill the missing keys itself (tests/test_middleware.py).
+            # 2026-07-28; ours would fill the missing keys itself (tests/protocol/test_middleware.py).
             answer: dict[str, Any] = {"prompts": [{"name": "from-middleware"}]}
             if ctx.protocol_version == "2026-07-28":
                 answer.update(resultType="complete", ttlMs=0, cacheScope="public")

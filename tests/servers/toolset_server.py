@@ -1,4 +1,4 @@
-"""A server for the pydantic-ai toolset tests (`tests/test_pydantic_ai_toolset.py`): lists that change, logs, `_meta`.
+"""A server for the pydantic-ai toolset tests (`tests/pydantic_ai/test_pydantic_ai_toolset.py`): lists that change, logs, `_meta`.
 
 `open_counter(name)` registers a tool while clients are connected and
 announces it (`notifications/tools/list_changed`), so a client's cached tool

@@ -4,7 +4,7 @@ The span file is `MCP_RESOLVE_TEST_SPANS`. Spans are written as they end
 (SimpleSpanProcessor), and a request's span ends before its answer is
 written to stdout, so a client holding an answer finds its spans on disk.
 `add_four_lookups` gives a server a tool with four independent 50 ms
-resolvers; tests/test_telemetry.py uses it and `span_record` in process too.
+resolvers; tests/telemetry/test_telemetry.py uses it and `span_record` in process too.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ too, so a declined answer stops exactly what a sequential run would stop. On
 first, as the sequential run would, because its answer may end the call sooner.
 
 Three ways through a call, the cheaper two taken only where they give the
-same result as the general one (tests/test_resolve_straight.py and the
+same result as the general one (tests/resolve/test_resolve_straight.py and the
 concurrency tests pin that down): a straight plan (each resolver needing the
 one before) is walked in order with no bookkeeping; while exactly one resolver
 can run it is awaited in place, with no task; otherwise resolvers run as tasks

@@ -60,7 +60,7 @@ class StreamableHTTPApp(Starlette):
     (other paths, a root_path, middleware or exception handlers added by the
     user, the lifespan) takes the regular Starlette path, and so does
     everything should Starlette rename the two attributes read here
-    (tests/test_http_fast_path.py runs a user's middleware through it).
+    (tests/transports/http/test_http_fast_path.py runs a user's middleware through it).
     """
 
     def __init__(self, endpoint: StreamableHTTPEndpoint, path: str) -> None:
