@@ -56,6 +56,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .lifespan import server_stopping
+
 __all__ = [
     "HEADER_READ_TIMEOUT",
     "REQUEST_READ_TIMEOUT",
@@ -237,8 +239,6 @@ def _guarded_class() -> Any:
             super().on_message_complete()
 
         def shutdown(self) -> None:
-            from .lifespan import server_stopping
-
             server_stopping()  # the app ends its long-lived streams now, rather than after the graceful timeout
             super().shutdown()
 
