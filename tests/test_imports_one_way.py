@@ -110,7 +110,10 @@ LOCAL_IMPORTS = sorted(
 
 def test_the_graph_is_read() -> None:
     """The walk finds what it checks: the deferred imports this test exists for are seen."""
-    assert ("mcp_resolve.transports.http._app", "mcp_resolve.transports.http._auth.protected") in LOCAL_IMPORTS
+    assert (
+        "mcp_resolve.transports.http._app",
+        "mcp_resolve.transports.http._auth.protected",
+    ) in LOCAL_IMPORTS
     assert ("mcp_resolve.sealing", "mcp_resolve.settings") in LOCAL_IMPORTS
     assert "mcp_resolve.transports.http._exchange.endpoint" in EAGER["mcp_resolve.transports.http._app"]
 
@@ -118,7 +121,9 @@ def test_the_graph_is_read() -> None:
 @pytest.mark.parametrize(("module", "target"), LOCAL_IMPORTS, ids=[f"{m}->{t}" for m, t in LOCAL_IMPORTS])
 def test_a_function_local_import_hides_no_cycle(module: str, target: str) -> None:
     back = _reaches(target, module)
-    assert back is None, f"{module} imports {target} inside a function, and it imports back: {' -> '.join(back)}"
+    assert back is None, (
+        f"{module} imports {target} inside a function, and it imports back: {' -> '.join(back)}"
+    )
 
 
 def test_settings_and_sealing_do_not_import_each_other() -> None:
