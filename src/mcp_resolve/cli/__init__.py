@@ -21,13 +21,19 @@ from .. import __version__
 from ..errors import InvalidSignature
 from ..settings import InvalidSetting
 from ._check import check
-from ._dev import dev
-from ._graph import FORMATS, graph, graph_dot, graph_mermaid, graph_text, question_of
-from ._run import LEVELS, serve, worker_app
+from ._dev import INSPECTOR, NO_NPX, dev
+from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_text, question_of
+from ._run import LEVELS, WORKER_APP_ENV, serve, worker_app
 from ._target import CLIError, import_file, load_server, split_target
 
 __all__ = [
+    "FORMATS",
+    "INSPECTOR",
+    "LEVELS",
+    "NO_NPX",
+    "WORKER_APP_ENV",
     "CLIError",
+    "Component",
     "build_parser",
     "check",
     "graph_dot",

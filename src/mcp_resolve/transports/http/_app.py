@@ -176,8 +176,8 @@ def serve_http(
     (MCP_RESOLVE_HOST, ...), else the defaults: 127.0.0.1, 8000, /mcp, INFO,
     loopback names (plus a named host), origins whose host is allowed, no
     proxy trusted. uvicorn runs with `limits` (default `ServerLimits()`):
-    bounded connections, header size and time for a request to arrive; see
-    `uvicorn_limits`. The app's long-lived streams (`max_streams`) get at
+    bounded connections, header size and time for a request to arrive
+    (`_fleet.limits`). The app's long-lived streams (`max_streams`) get at
     most the connections `limits` does not reserve for short requests.
     """
     settings = load_settings(log_level=log_level)  # arguments win; the environment fills in the rest

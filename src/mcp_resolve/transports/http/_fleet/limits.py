@@ -43,7 +43,7 @@ long-lived streams at shutdown; the fallback is logged.
 
 At a graceful shutdown uvicorn asks each connection to finish
 (`shutdown()`); the guarded protocol first tells the app (`server_stopping`
-in http_lifespan), which ends its long-lived streams at once, so the server
+in _fleet.lifespan), which ends its long-lived streams at once, so the server
 does not wait out its graceful timeout on streams that would never end.
 """
 
