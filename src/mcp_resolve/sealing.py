@@ -6,6 +6,9 @@ codec (AEAD by default, pluggable) that makes the bytes opaque and
 tamper-evident, around an envelope pinning method, target, argument digest,
 audience, principal and lifetime. Every failure raises `InvalidRequestState`
 with a precise reason for the server log; clients see `INVALID_STATE_MESSAGE`.
+
+Keys are passed in (`keys=`), or are the operator's: `MCP_RESOLVE_STATE_KEYS`,
+which `mcp_resolve.settings` reads and checks. This module reads no environment.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, runtime_checkable
 
 from typing_extensions import Unpack
 
+from ._state_keys import ENV_KEYS, GENERATE_HINT, MIN_SECRET_BYTES
 from .errors import InvalidRequestState
 
 if TYPE_CHECKING:
@@ -44,13 +48,10 @@ __all__ = [
     "digest_arguments",
 ]
 
-ENV_KEYS = "MCP_RESOLVE_STATE_KEYS"
 DEFAULT_TTL = 600.0
 CLOCK_SKEW = 30.0  # tolerated lead of a token's issue time over our clock (other hosts)
-MIN_SECRET_BYTES = 32
 MAX_TOKEN_CHARS = 1 << 20  # refuse absurd tokens before decoding, so a client cannot make us allocate
 
-_GENERATE_HINT = 'generate one with: python -c "import secrets; print(secrets.token_urlsafe(48))"'
 _TOKEN_VERSION = 1
 _FINGERPRINT_LEN = 8
 _NONCE_LEN = 12
@@ -104,9 +105,9 @@ def _secret_bytes(secret: object, index: int) -> bytes:
     raw = secret.encode("utf-8") if isinstance(secret, str) else secret
     if not isinstance(raw, bytes):
         kind = type(secret).__name__
-        raise TypeError(f"requestState key #{index} must be bytes or str, not {kind}; {_GENERATE_HINT}")
+        raise TypeError(f"requestState key #{index} must be bytes or str, not {kind}; {GENERATE_HINT}")
     if len(raw) < MIN_SECRET_BYTES:
-        raise ValueError(f"requestState key #{index} is under {MIN_SECRET_BYTES} bytes; {_GENERATE_HINT}")
+        raise ValueError(f"requestState key #{index} is under {MIN_SECRET_BYTES} bytes; {GENERATE_HINT}")
     return raw
 
 
@@ -132,9 +133,9 @@ class AesGcmCodec:
 
     def __init__(self, keys: Sequence[bytes | str]) -> None:
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence):
-            raise TypeError(f"keys must be a list of secrets, e.g. [secret]; {_GENERATE_HINT}")
+            raise TypeError(f"keys must be a list of secrets, e.g. [secret]; {GENERATE_HINT}")
         if not keys:
-            raise ValueError(f"at least one requestState key is required; {_GENERATE_HINT}")
+            raise ValueError(f"at least one requestState key is required; {GENERATE_HINT}")
         self._secrets = [_secret_bytes(secret, index) for index, secret in enumerate(keys)]
         self._ring: dict[bytes, AESGCM] = {}
         self._header = b""
@@ -222,15 +223,17 @@ def _principal_digest(salt: bytes, principal: str) -> str:
     return hashlib.sha256(salt + _utf8(principal)).hexdigest()
 
 
-def _keys_from_env() -> list[str] | None:
-    """The operator key ring (`MCP_RESOLVE_STATE_KEYS`, read by `mcp_resolve.settings`); None when unset.
+def _operator_keys() -> list[str] | None:
+    """The operator's key ring, as `mcp_resolve.settings` reads it (`MCP_RESOLVE_STATE_KEYS`); None when unset.
 
-    Set but empty, or a key under 32 bytes, is a deployment error (`InvalidSetting`, a ValueError),
-    not "unset": the message never repeats a key.
+    Sealing reads no environment itself: the settings read it, check it and report a bad value
+    (set but empty, or a key under 32 bytes, is `InvalidSetting`, a ValueError, never repeating a
+    key). Imported here, not at the top: the settings model loads pydantic-settings, which a
+    server given its keys, or configured by nothing, never needs.
     """
-    from .settings import load_settings
+    from .settings import operator_state_keys
 
-    return load_settings().state_key_ring()
+    return operator_state_keys()
 
 
 class SecurityOptions(TypedDict, total=False):
@@ -252,6 +255,7 @@ def _binds_principal(bind_principal: object) -> bool:
     """
     if bind_principal is None or isinstance(bind_principal, bool):
         return bool(bind_principal)
+    # Not at the top: `_principal` stands on the Context, a layer above sealing (it imports nothing of it).
     from ._principal import authenticated_principal
 
     if bind_principal is authenticated_principal:
@@ -301,10 +305,10 @@ class RequestStateSecurity:
             self._codec: StateCodec = codec
         else:
             if keys is None:
-                keys = _keys_from_env()
+                keys = _operator_keys()
             if keys is None:
                 hint = f"pass keys=[...], set {ENV_KEYS} (comma-separated), or use"
-                raise ValueError(f"{hint} RequestStateSecurity.ephemeral() for one process; {_GENERATE_HINT}")
+                raise ValueError(f"{hint} RequestStateSecurity.ephemeral() for one process; {GENERATE_HINT}")
             self._codec = AesGcmCodec(keys)
         if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:
             raise ValueError("ttl must be a positive, finite number of seconds")
@@ -324,7 +328,7 @@ class RequestStateSecurity:
     @classmethod
     def from_env(cls, **options: Unpack[SecurityOptions]) -> RequestStateSecurity:
         """Operator keys when configured (`MCP_RESOLVE_STATE_KEYS`), else ephemeral: the zero-config default."""
-        return cls.from_keys(_keys_from_env(), **options)
+        return cls.from_keys(_operator_keys(), **options)
 
     @classmethod
     def from_keys(

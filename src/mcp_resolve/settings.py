@@ -16,6 +16,8 @@ directory, so nothing surprising is picked up from the working directory.
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import re
 import urllib.parse
 from collections.abc import Mapping
@@ -26,8 +28,9 @@ from pydantic_core import PydanticUseDefault
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from ._environment import ENV_PREFIX
+from ._state_keys import GENERATE_HINT, MIN_SECRET_BYTES
 
-__all__ = ["ENV_PREFIX", "InvalidSetting", "LogLevel", "Settings", "load_settings"]
+__all__ = ["ENV_PREFIX", "InvalidSetting", "LogLevel", "Settings", "load_settings", "operator_state_keys"]
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -176,8 +179,6 @@ class Settings(BaseSettings):
     @field_validator("trusted_proxies", mode="before")
     @classmethod
     def _proxies(cls, value: Any) -> Any:
-        import ipaddress
-
         value = _names(value)
         for entry in value:
             try:
@@ -203,16 +204,14 @@ class Settings(BaseSettings):
     @field_validator("state_keys")
     @classmethod
     def _keys(cls, value: SecretStr | None) -> SecretStr | None:
-        from .sealing import _GENERATE_HINT, MIN_SECRET_BYTES
-
         if value is None:
             return None
         keys = [part.strip() for part in value.get_secret_value().split(",") if part.strip()]
         if not keys:
-            raise ValueError(f"is set but holds no keys; {_GENERATE_HINT}")
+            raise ValueError(f"is set but holds no keys; {GENERATE_HINT}")
         for index, key in enumerate(keys):
             if len(key.encode("utf-8", "surrogatepass")) < MIN_SECRET_BYTES:
-                raise ValueError(f"key #{index} is under {MIN_SECRET_BYTES} bytes; {_GENERATE_HINT}")
+                raise ValueError(f"key #{index} is under {MIN_SECRET_BYTES} bytes; {GENERATE_HINT}")
         return value
 
     @field_validator("redis_url")
@@ -286,8 +285,6 @@ def _shown(value: Any) -> str:
 
 def _message(error: ValidationError, given: Mapping[str, Any]) -> str:
     """The first problem, as `MCP_RESOLVE_PORT='abc': must be a whole number ...` (secrets not shown)."""
-    import os
-
     first = error.errors(include_input=False, include_url=False)[0]
     field = str(first["loc"][0]) if first["loc"] else ""
     explicit = field in given
@@ -312,3 +309,12 @@ def load_settings(**given: Any) -> Settings:
         return Settings(**explicit)
     except ValidationError as exc:
         raise InvalidSetting(_message(exc, explicit)) from None
+
+
+def operator_state_keys() -> list[str] | None:
+    """The requestState keys the operator set (`MCP_RESOLVE_STATE_KEYS`), newest first; None when unset.
+
+    What `RequestStateSecurity()` and `RequestStateSecurity.from_env()` seal with. A bad value of
+    any setting is `InvalidSetting`, which never repeats a key.
+    """
+    return load_settings().state_key_ring()

@@ -22,9 +22,12 @@ from typing import Any, BinaryIO
 import anyio
 import anyio.abc
 
+from .._environment import settings_in_environment
+from .._logs import configure_logging
 from ..errors import PARSE_ERROR
 from ..protocol.jsonrpc import encode, error_message
 from ..protocol.session import Connection, Sink
+from ..server._deployment import warn_local_claims
 
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
 
@@ -98,19 +101,14 @@ async def serve_stdio(
     Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve.logs`).
     """
     if stdout is None:
-        from .._environment import settings_in_environment
-        from .._logs import configure_logging
-
         if log_level is None and not settings_in_environment():
             configure_logging(None)  # nothing set: the defaults, without loading the settings model
         else:
-            from ..settings import load_settings
+            from ..settings import load_settings  # here: the model loads pydantic-settings (about 1 MB)
 
             settings = load_settings(log_level=log_level)
             configure_logging(settings.log_level)
             logger.debug("settings: %s", settings.described())
-        from ..server._deployment import warn_local_claims
-
         warn_local_claims(server)  # shared keys, claims in this process: the one start-up warning
         with _claim_stdout() as protocol:
             await serve_stdio(server, stdin, protocol)

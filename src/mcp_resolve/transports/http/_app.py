@@ -25,8 +25,10 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..._logs import configure_logging
 from ...errors import MCPError
 from ...server._deployment import check_state_keys
+from ...settings import load_settings
 from ._exchange.endpoint import StreamableHTTPEndpoint
 from ._wire.hosts import LOOPBACK_HOSTS
 from .options import HttpOptions
@@ -106,19 +108,21 @@ def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> Stre
     MCP_RESOLVE_ALLOWED_HOSTS and MCP_RESOLVE_ALLOWED_ORIGINS when those are
     set, so an app run by any ASGI server honours them. A server with a
     `token_verifier` gets the protected endpoint and its metadata routes
-    (`http_protected`); an open one refuses to serve tools that declare
+    (`_auth.protected`); an open one refuses to serve tools that declare
     `scopes=`, which nothing would then enforce.
     """
-    from ...settings import load_settings
-
     settings = load_settings()
     for name in ("allowed_hosts", "allowed_origins"):
         if options.get(name) is None and getattr(settings, name) is not None:
             options[name] = getattr(settings, name)
     if server.token_verifier is not None or server.auth is not None:
-        from ._auth.protected import protected_app
+        # Here, not at the top: an open server loads nothing of auth (joserfc, the bearer check).
+        from ._auth.protected import ProtectedEndpoint
 
-        return protected_app(server, path, HttpOptions(**options))
+        protected = ProtectedEndpoint(server, HttpOptions(**options))
+        app = StreamableHTTPApp(protected, path)
+        app.router.routes.extend(protected.metadata_routes(path))
+        return app
     scoped = [str(c.name) for c in server.components() if getattr(c, "scopes", ())]
     if scoped:
         raise ValueError(
@@ -172,13 +176,10 @@ def serve_http(
     (MCP_RESOLVE_HOST, ...), else the defaults: 127.0.0.1, 8000, /mcp, INFO,
     loopback names (plus a named host), origins whose host is allowed, no
     proxy trusted. uvicorn runs with `limits` (default `ServerLimits()`):
-    bounded connections, header size and time for a request to arrive; see
-    `uvicorn_limits`. The app's long-lived streams (`max_streams`) get at
+    bounded connections, header size and time for a request to arrive
+    (`_fleet.limits`). The app's long-lived streams (`max_streams`) get at
     most the connections `limits` does not reserve for short requests.
     """
-    from ..._logs import configure_logging
-    from ...settings import load_settings
-
     settings = load_settings(log_level=log_level)  # arguments win; the environment fills in the rest
     host = settings.host if host is None else host
     port = settings.port if port is None else port
@@ -186,6 +187,8 @@ def serve_http(
     level = configure_logging(settings.log_level)
     logger.debug("settings: %s", settings.described())
     check_state_keys(server, workers)
+    # Here, not at the top: the limits module loads uvicorn's httptools protocol, which an app
+    # mounted in another ASGI app never needs.
     from ._fleet.limits import ServerLimits, uvicorn_options
 
     limits = limits or ServerLimits()

@@ -25,24 +25,34 @@ from .prm import metadata_routes
 
 if TYPE_CHECKING:
     from starlette.responses import Response
+    from starlette.routing import Route
 
     from ....server._facade import MCPServer
-    from .._app import StreamableHTTPApp
     from .._exchange.exchange import Exchange
     from .._wire.headers import RequestHeaders
     from ..options import HttpOptions
 
-__all__ = ["ProtectedEndpoint", "protected_app"]
+__all__ = ["ProtectedEndpoint"]
 
 _AUTHORIZATION = b"authorization"
 
 
 class ProtectedEndpoint(StreamableHTTPEndpoint):
-    """The MCP endpoint of a server with a `token_verifier`: no valid token, no MCP."""
+    """The MCP endpoint of a server with a `token_verifier`: no valid token, no MCP.
+
+    `create_app` serves it, with `metadata_routes` beside it. The protection is
+    checked here, when the app is built, so `token_verifier` and `auth` may also be
+    set on the server after it was (from command-line options, say).
+    """
 
     def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+        check_protection(server.token_verifier, server.auth)
         super().__init__(server, options)
         self.bearer = BearerCheck(server)
+
+    def metadata_routes(self, path: str) -> list[Route]:
+        """The Protected Resource Metadata routes of an app serving this endpoint at `path`."""
+        return metadata_routes(self.server, path)
 
     async def _admit(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> bool:
         """Authenticate the request; False once the refusal (401, 403) has been sent."""
@@ -101,18 +111,3 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
         return self._attach(scope, message) or await super()._handshake(
             scope, headers, message, session_id, version, exchange, receive, send
         )
-
-
-def protected_app(server: MCPServer, path: str, options: HttpOptions) -> StreamableHTTPApp:
-    """The app of a protected server: its MCP endpoint behind the bearer check, plus the metadata routes.
-
-    The protection is checked again here, so `token_verifier` and `auth` may
-    also be set on the server after it was built (from command-line options,
-    say), as long as it is before the app is.
-    """
-    from .._app import StreamableHTTPApp
-
-    check_protection(server.token_verifier, server.auth)
-    app = StreamableHTTPApp(ProtectedEndpoint(server, options), path)
-    app.router.routes.extend(metadata_routes(server, path))
-    return app

@@ -46,6 +46,7 @@ from ....protocol.jsonrpc import (
     error_message,
 )
 from .._fleet.lifespan import AppLifespan
+from .._fleet.sessions import SessionFleet
 from .._streams.caps import LongStreams
 from .._streams.resume import LAST_EVENT_ID, fail_questions, get_stream, make_resumable
 from .._wire.body import ClientGone, read_body
@@ -59,7 +60,6 @@ from .sessions import Session, Sessions
 
 if TYPE_CHECKING:
     from ....server._facade import MCPServer
-    from .._fleet.sessions import SessionFleet
 
 __all__ = ["StreamableHTTPEndpoint"]
 
@@ -134,9 +134,7 @@ class StreamableHTTPEndpoint:
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
         self.fleet: SessionFleet | None = None
-        if server.session_store is not None:  # sessions any worker serves (http_fleet)
-            from .._fleet.sessions import SessionFleet
-
+        if server.session_store is not None:  # sessions any worker serves (_fleet.sessions)
             self.fleet = SessionFleet(server, self.sessions, server.session_store)
             sweeper = partial(_together, sweeper, self.fleet.run)
         self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper, self.streams.stop)

@@ -85,7 +85,7 @@ class Exchange:
     on_disconnect: Callable[[list[Any]], None] | None = None
     """Told the ids of the questions still open when the client leaves."""
     recorder: Any = None
-    """Records a handshake-era stream for `Last-Event-ID` (http_resume.Recorder); None: not resumable."""
+    """Records a handshake-era stream for `Last-Event-ID` (_streams.resume.Recorder); None: not resumable."""
     gone = False
     _send: Send
     _mode = _UNDECIDED

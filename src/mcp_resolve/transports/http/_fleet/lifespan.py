@@ -12,7 +12,7 @@ closed, or after its graceful timeout: too late for streams that end only when
 asked (a `subscriptions/listen` stream, a handshake-era GET stream). While the
 lifespan runs, the app is therefore also listed for `server_stopping()`, which
 the ASGI server calls (from its event loop) when a graceful shutdown begins:
-uvicorn with our protocol does (uvicorn_limits), and so can any other server.
+uvicorn with our protocol does (_fleet.limits), and so can any other server.
 """
 
 from __future__ import annotations

@@ -43,7 +43,7 @@ long-lived streams at shutdown; the fallback is logged.
 
 At a graceful shutdown uvicorn asks each connection to finish
 (`shutdown()`); the guarded protocol first tells the app (`server_stopping`
-in http_lifespan), which ends its long-lived streams at once, so the server
+in _fleet.lifespan), which ends its long-lived streams at once, so the server
 does not wait out its graceful timeout on streams that would never end.
 """
 
@@ -55,6 +55,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from .lifespan import server_stopping
 
 __all__ = [
     "HEADER_READ_TIMEOUT",
@@ -237,8 +239,6 @@ def _guarded_class() -> Any:
             super().on_message_complete()
 
         def shutdown(self) -> None:
-            from .lifespan import server_stopping
-
             server_stopping()  # the app ends its long-lived streams now, rather than after the graceful timeout
             super().shutdown()
 

@@ -13,7 +13,7 @@ every other client got 503 until it let go. So they are counted:
   connection limit by `ServerLimits.reserved_connections`, so short
   requests (tool calls, a stream's own answers) always find a slot.
 
-When the ASGI server begins a graceful shutdown (`http_lifespan.server_stopping`)
+When the ASGI server begins a graceful shutdown (`_fleet.lifespan.server_stopping`)
 every stream is ended at once, cleanly (a listen stream with its
 graceful-closure result, a GET stream with the end of its body), and new
 ones are refused with 503, so the server does not wait out its graceful

@@ -138,7 +138,7 @@ async def get_stream(
     send: Send,
     stopping: anyio.Event | None = None,
 ) -> None:
-    """A session's GET stream (http_standalone): recorded when the server keeps events, resumed from `Last-Event-ID`.
+    """A session's GET stream (_streams.standalone): recorded when the server keeps events, resumed from `Last-Event-ID`.
 
     It ends, cleanly, once `stopping` is set (the server shuts down).
     """

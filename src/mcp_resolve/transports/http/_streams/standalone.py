@@ -6,7 +6,7 @@ DELETE, as soon as the server begins to shut down, when the client leaves, or (i
 session is found gone from the shared store at a ping. With an event store
 it is resumable like a POST's stream: primed with an id and the `retry`
 hint, every event with its id, and a GET with `Last-Event-ID` of this
-stream picks it up where it broke (http_resume).
+stream picks it up where it broke (_streams.resume).
 """
 
 from __future__ import annotations
