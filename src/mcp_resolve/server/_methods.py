@@ -1,11 +1,12 @@
-"""The built-in request methods: how a server answers tools/*, resources/*, prompts/*, completion and listen.
+"""The built-in request methods: how a server answers tools/*, resources/*, prompts/*, completion, listen.
 
 Each handler takes the server, the request's params and its Context, and
 returns the result as a wire dict (or raises MCPError). Handlers are era-free:
 `protocol/` has already chosen the era and finishes what they return. They
 live apart from `server.py` because they are how a request is served, not
 what a server is: the facade only keeps the table (`serves`, `add_method`,
-`handler`).
+`handler`). `tasks/*` are not here: the tasks extension adds them, and takes
+over the calls of task-supporting tools (`server.task_support`, `_hooks`).
 
 `method_table` binds each handler to its server as a method, so a request
 calls the handler itself, with nothing in between: the per-call cost of a
