@@ -8,7 +8,7 @@ or its roots (`ListRoots`), on whichever protocol era the client speaks.
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from . import _moved
+from . import _moved, tasks  # noqa: F401  (loading tasks registers the tasks extension on the core's hooks)
 from ._caching import CacheHint
 from ._principal import authenticated_principal
 from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity

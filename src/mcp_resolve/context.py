@@ -170,6 +170,11 @@ class Context(Generic[LifespanT, RequestT]):
             self._build = None
         return scope
 
+    @property
+    def request_scope(self) -> RequestScope:
+        """What the protocol layer knows about this request: for extensions that serve it (tasks), not tools."""
+        return self._scope
+
     def questioner(self) -> Questioner | None:
         """How the resolver engine asks this request's client its questions (None: it cannot).
 

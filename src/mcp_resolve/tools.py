@@ -30,7 +30,7 @@ from .errors import (
 )
 from .protocol.param_headers import InvalidHeaderDeclaration, header_declarations
 
-__all__ = ["Tool", "error_result", "to_content"]
+__all__ = ["BodyGate", "Tool", "error_result", "to_content"]
 
 logger = logging.getLogger("mcp_resolve.tools")
 
@@ -44,6 +44,27 @@ def error_result(tool_name: str, message: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": f"Error executing tool {tool_name}: {message}"}],
         "isError": True,
     }
+
+
+class BodyGate(Context):
+    """The Context of a call whose body waits, once its resolvers are done, until it may run.
+
+    A tool registered with `resolve_before_task=True` awaits `hold_body` of
+    such a context between its resolvers and its body; with any other context
+    (the same tool called without a task, or directly) the body runs at once.
+    The tasks extension makes one per call it starts that way, and answers the
+    request with a task only when the body is reached.
+    """
+
+    __slots__ = ()
+
+    async def hold_body(self) -> None:
+        """Return when the body may run; raise `ToolError` to refuse it (the call's result says why)."""
+
+
+async def _hold_body(context: Context) -> None:
+    if isinstance(context, BodyGate):
+        await context.hold_body()
 
 
 class Tool:
@@ -90,9 +111,7 @@ class Tool:
         self.resolve_before_task = resolve_before_task
         """Resolvers (and their questions) run in the request; the task runs only the body."""
         if resolve_before_task:
-            from .tasks.runner import wait_for_task  # only task tools load the task runner
-
-            self.signature.before_body = wait_for_task
+            self.signature.before_body = _hold_body
 
     @classmethod
     def from_function(

@@ -9,7 +9,8 @@ interfaces in `_interfaces`:
 - `_serving`: the lifespan, shared by every transport and connection, and the choice of transport;
 - `_deployment`: what a deployment gives a server (keys, stores) and whether it can work at all;
 - `_direct`: `await mcp.call_tool(...)` in this process, with no client;
-- `_completion`: the `@mcp.completion()` handler.
+- `_completion`: the `@mcp.completion()` handler;
+- `_hooks`: where the extensions built into every server (tasks) plug in; the core never imports them.
 """
 
 from ._facade import MCPServer

@@ -36,9 +36,11 @@ from . import _serving as serving
 from ._completion import Completer
 from ._deployment import choose_keys_and_stores
 from ._direct import call_tool_directly
+from ._hooks import TaskSupport, install_builtins
 from ._methods import Handler, method_table
 
 if TYPE_CHECKING:
+    from .._task_options import TaskOptions
     from ..auth.tokens import AuthSettings, TokenVerifier
     from ..extension import Extension
     from ..protocol.hooks import ServerTelemetry
@@ -48,7 +50,6 @@ if TYPE_CHECKING:
     from ..stores.bus import SubscriptionBus
     from ..stores.events import EventStore
     from ..stores.tasks import TaskStore
-    from ..tasks.records import TaskOptions
 
 __all__ = ["MCPServer"]
 
@@ -178,7 +179,8 @@ class MCPServer:
         )
         self._notifications: Notifications | None = None
         self.task_options = task_options
-        self._task_runner: Any = None
+        self.task_support: TaskSupport | None = None
+        """Runs the calls of tools registered with `task_support`: the tasks extension sets it (`_hooks`)."""
         self.dependency_overrides = Overrides()
         self.log = logging.getLogger(f"mcp_resolve.server.{self.name}")
         self._lifespan = lifespan
@@ -194,6 +196,7 @@ class MCPServer:
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
         self._handlers: dict[str, Handler] = method_table(self)
+        install_builtins(self)  # the tasks extension: tasks/* and `task_support`
         for tool in tools or ():
             registration.add_prebuilt_tool(self, tool)
         for resource in resources or ():
@@ -451,6 +454,10 @@ class MCPServer:
                 self.subscription_bus = InMemorySubscriptionBus()
             self._notifications = Notifications(self, self.subscription_bus)
         return self._notifications
+
+    def registered_tool(self, name: str) -> Tool | None:
+        """The tool registered under `name` now, or None."""
+        return self._tools.get(name)
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; follow with `await mcp.notify_list_changed("tools")`."""

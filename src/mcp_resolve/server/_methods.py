@@ -1,11 +1,12 @@
-"""The built-in request methods: how a server answers tools/*, resources/*, prompts/*, completion and tasks.
+"""The built-in request methods: how a server answers tools/*, resources/*, prompts/*, completion, listen.
 
 Each handler takes the server, the request's params and its Context, and
 returns the result as a wire dict (or raises MCPError). Handlers are era-free:
 `protocol/` has already chosen the era and finishes what they return. They
 live apart from `server.py` because they are how a request is served, not
 what a server is: the facade only keeps the table (`serves`, `add_method`,
-`handler`).
+`handler`). `tasks/*` are not here: the tasks extension adds them, and takes
+over the calls of task-supporting tools (`server.task_support`, `_hooks`).
 
 `method_table` binds each handler to its server as a method, so a request
 calls the handler itself, with nothing in between: the per-call cost of a
@@ -17,7 +18,6 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,9 @@ from ..protocol.param_headers import check_param_headers
 from ..resources import UnsafeParameter
 
 if TYPE_CHECKING:
+    from ..tools import Tool
     from ._facade import MCPServer
+    from ._hooks import TaskSupport
 
 __all__ = ["Handler", "method_table"]
 
@@ -58,9 +60,6 @@ def method_table(server: MCPServer) -> dict[str, Handler]:
         "prompts/list": MethodType(list_prompts, server),
         "prompts/get": MethodType(get_prompt, server),
         "completion/complete": MethodType(complete, server),
-        "tasks/get": partial(task_method, server, "tasks/get"),
-        "tasks/update": partial(task_method, server, "tasks/update"),
-        "tasks/cancel": partial(task_method, server, "tasks/cancel"),
         "subscriptions/listen": MethodType(listen, server),
     }
 
@@ -127,10 +126,18 @@ async def call_tool(server: MCPServer, params: dict[str, Any], context: Context)
         except ValueError as exc:
             raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
     if tool.task_support is not None:
-        from ..tasks.methods import call_task_tool
-
-        return await call_task_tool(server, tool, arguments, context)
+        return await _task_support(server, tool).call_tool(tool, arguments, context)
     return await tool.call(arguments, context)
+
+
+def _task_support(server: MCPServer, tool: Tool) -> TaskSupport:
+    """The hook that runs a task-supporting tool's calls (`server/_hooks.py`); without one, none run."""
+    support = server.task_support
+    if support is None:
+        raise MCPError(
+            INTERNAL_ERROR, f"tool {tool.name} runs as a task, and no tasks extension is installed"
+        )
+    return support
 
 
 async def read_resource(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -191,16 +198,7 @@ async def complete(server: MCPServer, params: dict[str, Any], context: Context) 
     return await completer.complete(params, context)
 
 
-# -- tasks and subscriptions (2026-07-28) ----------------------------------------------------
-async def task_method(
-    server: MCPServer, method: str, params: dict[str, Any], context: Context
-) -> dict[str, Any]:
-    """`tasks/get`, `tasks/update`, `tasks/cancel` (the tasks extension, 2026-07-28)."""
-    from ..tasks.methods import serve_task_method
-
-    return await serve_task_method(server, method, params, context)
-
-
+# -- subscriptions (2026-07-28) --------------------------------------------------------------
 async def listen(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
     """`subscriptions/listen` (2026-07-28): a stream of the change notifications the client asked for."""
     return await server.notifications.listen(params, context)

@@ -34,8 +34,8 @@ async def running(server: MCPServer) -> AsyncIterator[MCPServer]:
         yield server
     finally:
         server._lifespan_users -= 1
-        if server._lifespan_users == 0 and server._task_runner is not None:
-            await server._task_runner.shutdown()  # tasks running here stop, and their records say so
+        if server._lifespan_users == 0 and server.task_support is not None:
+            await server.task_support.shutdown()  # tasks running here stop, and their records say so
         if server._lifespan_users == 0 and server._lifespan_stack is not None:
             stack, server._lifespan_stack = server._lifespan_stack, None
             with anyio.CancelScope(shield=True):

@@ -35,12 +35,12 @@ from .records import (
     declares_tasks,
     required_capabilities,
 )
-from .runner import STOPPED, TaskRunner, _Gate, _Run, runner_of
+from .runner import STOPPED, TaskRunner, _Gate, _Run
 
 if TYPE_CHECKING:
     from ..context import Context
-    from ..server._facade import MCPServer
     from ..tools import Tool
+    from ._extension import ServerTasks
 
 __all__ = ["MAX_ANSWER_BYTES", "MAX_RECORD_BYTES", "call_task_tool", "serve_task_method"]
 
@@ -61,7 +61,7 @@ _ANSWER_MODELS: dict[str, type[BaseModel]] = {
 
 
 async def call_task_tool(
-    server: MCPServer, tool: Tool, arguments: dict[str, Any] | None, context: Context
+    tasks: ServerTasks, tool: Tool, arguments: dict[str, Any] | None, context: Context
 ) -> dict[str, Any]:
     """`tools/call` of a task-supporting tool: a task when the request declares the extension, else a plain call."""
     if not (context.is_modern and declares_tasks(context.client_capabilities_dict)):
@@ -77,7 +77,7 @@ async def call_task_tool(
         tool.signature.validate(arguments)  # bad arguments are answered now, not parked in a task
     except ArgumentError as exc:
         return error_result(tool.name, f"invalid arguments: {exc}")
-    runner = runner_of(server)
+    runner = tasks.runner
     if tool.resolve_before_task and tool.signature.resolved_params:
         return await _start_after_resolvers(runner, tool, arguments, context)
     return await _start(runner, tool, arguments, context)
@@ -105,7 +105,7 @@ def _refusal(record: TaskRecord) -> str | None:
 async def _start(
     runner: TaskRunner, tool: Tool, arguments: dict[str, Any] | None, context: Context
 ) -> dict[str, Any]:
-    scope = context._scope
+    scope = context.request_scope
     await runner.ensure_host()
     record = runner.new_record(tool, arguments, scope, _trace_of(context))
     refusal = _refusal(record)
@@ -143,7 +143,7 @@ async def _start_after_resolvers(
     waits until the body is about to start (then creates the task and answers
     with it) or the call ends before that (a round's questions, an error).
     """
-    scope = context._scope
+    scope = context.request_scope
     wake, done = anyio.Event(), anyio.Event()
     gate = _Gate(scope, wake, context.observer)
     run = _Run(None)
@@ -215,7 +215,7 @@ def _request_outcome(outcome: Any) -> dict[str, Any]:
 
 # -- tasks/get, tasks/update, tasks/cancel ----------------------------------------------------
 async def serve_task_method(
-    server: MCPServer, method: str, params: dict[str, Any], context: Context
+    tasks: ServerTasks, method: str, params: dict[str, Any], context: Context
 ) -> dict[str, Any]:
     if not context.is_modern:
         raise MCPError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -226,7 +226,7 @@ async def serve_task_method(
             "declared in the request's client capabilities",
             required_capabilities(),
         )
-    runner = runner_of(server)
+    runner = tasks.runner
     record = await _visible(runner, context, params.get("taskId"))
     if method == "tasks/get":
         if runner.is_orphan(record):
@@ -247,7 +247,7 @@ async def _visible(runner: TaskRunner, context: Context, task_id: Any) -> TaskRe
     if not isinstance(task_id, str) or not task_id:
         raise MCPError(INVALID_PARAMS, "Invalid params: taskId must be a non-empty string")
     record = None if len(task_id) > MAX_TASK_ID else await runner.store.get(task_id)
-    if record is None or record.principal != context._scope.principal:
+    if record is None or record.principal != context.request_scope.principal:
         raise MCPError(INVALID_PARAMS, _NOT_FOUND)
     if record.expires_at <= runner.clock():
         raise MCPError(INVALID_PARAMS, "Failed to retrieve task: Task has expired")

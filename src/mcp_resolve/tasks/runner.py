@@ -1,7 +1,8 @@
 """The task runner: each task's rounds as background work of this process, and the lease that shows it alive.
 
-A round is one ordinary run of the tool (`Tool.call`) with the 2026-07-28
-questioner (`BatchQuestioner`): the resolver engine is the same one a plain
+A round is one ordinary run of the tool (`Tool.call`) with the questioner
+the core hands the extension (`server/_hooks.round_questioner`, the one a
+2026-07-28 call's rounds use): the resolver engine is the same one a plain
 call uses. A round either finishes the task or stops at questions, which the
 task then holds as `input_required` with the round's plaintext question
 record; the answers that `tasks/update` brings start the next round, on
@@ -33,17 +34,19 @@ import anyio.abc
 
 from ..context import Context, RequestScope
 from ..errors import INTERNAL_ERROR, MCPError, ToolError
-from ..protocol.modern import BatchQuestioner
 from ..stores.tasks import MemoryTaskStore, TaskStore
+from ..tools import BodyGate
+from ._extension import ServerTasks
 from .records import TaskOptions, TaskRecord, TaskStoreFull, kept_meta, new_task_id
 
 if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
     from ..resolve.run import RunObserver
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
+    from ..server._hooks import RoundQuestioner
     from ..tools import Tool
 
-__all__ = ["TaskRunner", "holder_of", "runner_of", "wait_for_task"]
+__all__ = ["TaskRunner", "holder_of", "runner_of"]
 
 logger = logging.getLogger("mcp_resolve.tasks")
 
@@ -97,10 +100,10 @@ def holder_of(scope: RequestScope) -> str:
 
 def runner_of(server: MCPServer) -> TaskRunner:
     """The server's runner, made when the first task-supporting call or tasks/* request needs it."""
-    runner: TaskRunner | None = server._task_runner
-    if runner is None:
-        runner = server._task_runner = TaskRunner(server)
-    return runner
+    tasks = server.task_support
+    if not isinstance(tasks, ServerTasks):
+        raise RuntimeError("this server has no tasks extension installed")
+    return tasks.runner
 
 
 def _store_of(spec: Any) -> TaskStore:
@@ -127,10 +130,10 @@ class _Run:
         self.last_write = 0.0
 
 
-class _Gate(Context):
+class _Gate(BodyGate):
     """The Context of a call whose resolvers run before its task exists (`resolve_before_task=True`).
 
-    The tool's body waits here (`wait_for_task`) while the request creates the
+    The tool's body waits here (`hold_body`) while the request creates the
     task; a request that could not create one refuses, and the body never runs.
     """
 
@@ -143,23 +146,23 @@ class _Gate(Context):
         self.decided = anyio.Event()
         self.refusal: str | None = None
 
-
-async def wait_for_task(context: Context) -> None:
-    """Between a call's resolvers and its body: hold the body until the task exists (see `_Gate`)."""
-    if not isinstance(context, _Gate):
-        return  # the same tool called without a task, or directly: nothing to wait for
-    context.reached = True
-    context.wake.set()
-    await context.decided.wait()
-    if context.refusal is not None:
-        raise ToolError(context.refusal)
+    async def hold_body(self) -> None:
+        """Between the call's resolvers and its body: hold the body until the task exists."""
+        self.reached = True
+        self.wake.set()
+        await self.decided.wait()
+        if self.refusal is not None:
+            raise ToolError(self.refusal)
 
 
 class TaskRunner:
     """Starts, resumes, settles and watches over the tasks of one server in this process."""
 
-    def __init__(self, server: MCPServer, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, server: MCPServer, round_questioner: RoundQuestioner, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.server = server
+        self.round_questioner = round_questioner
         self.options: TaskOptions = server.task_options or TaskOptions()
         self.limits = self.options.limits
         self.store: TaskStore = _store_of(server.task_store)
@@ -291,7 +294,7 @@ class TaskRunner:
     async def _round(self, run: _Run, record: TaskRecord, trigger: Context) -> None:
         run.started = True
         try:
-            tool = self.server._tools.get(record.tool)
+            tool = self.server.registered_tool(record.tool)
             telemetry = self.server.telemetry
             if tool is None:
                 outcome: Outcome = (
@@ -299,7 +302,7 @@ class TaskRunner:
                     {"code": INTERNAL_ERROR, "message": f"Unknown tool: {record.tool}"},
                 )
             elif telemetry is None:
-                outcome = await self._run_round(run, tool, record, trigger._scope, None)
+                outcome = await self._run_round(run, tool, record, trigger, None)
             else:
                 outcome = await telemetry.observe_task_round(
                     tool=tool.name,
@@ -307,14 +310,14 @@ class TaskRunner:
                     round_number=record.rounds,
                     trace_context=record.trace,
                     trigger=trigger.observer,
-                    run=partial(self._run_round, run, tool, record, trigger._scope),
+                    run=partial(self._run_round, run, tool, record, trigger),
                 )
             await self.settle_safely(run, outcome)
         finally:
             self.release(run)
 
     async def _run_round(
-        self, run: _Run, tool: Tool, record: TaskRecord, trigger: RequestScope, watch: RequestWatch | None
+        self, run: _Run, tool: Tool, record: TaskRecord, trigger: Context, watch: RequestWatch | None
     ) -> Outcome:
         """One round of the tool; `watch` observes its resolvers and questions on an instrumented server."""
         context: Context[Any, Any] = Context(self._round_scope(run, record, trigger, watch), watch)
@@ -332,7 +335,7 @@ class TaskRunner:
             logger.exception("could not record the outcome of task %s", run.task_id)
 
     def _round_scope(
-        self, run: _Run, record: TaskRecord, trigger: RequestScope, watch: RequestWatch | None = None
+        self, run: _Run, record: TaskRecord, trigger: Context, watch: RequestWatch | None = None
     ) -> RequestScope:
         """A round's request: the creating request's capabilities and `_meta`, the triggering request's identity.
 
@@ -341,10 +344,7 @@ class TaskRunner:
         in a task (the extension defines none); progress becomes the status message.
         """
         client = record.client
-        params = (
-            {} if record.state is None else {"requestState": record.state, "inputResponses": record.answers}
-        )
-        questioner = BatchQuestioner(params)
+        questioner = self.round_questioner(record.state, record.answers)
         return RequestScope(
             request_id=trigger.request_id,
             method="tools/call",
