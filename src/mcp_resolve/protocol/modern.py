@@ -194,12 +194,13 @@ async def _respond_through_middleware(
         )
 
         async def inner(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
-            to = request
+            to, to_params = request, params  # the unsealed params, not the request's sealed ones
             if ctx.method != method or ctx.params is not params:
                 to = IncomingRequest(
                     request.id, ctx.method, dict(ctx.params or {}), request.headers, request.access_token
                 )
-            return await _serve(server, to, meta, sink, principal, headers, watch)
+                to_params = to.params
+            return await _serve(server, to, to_params, meta, sink, principal, headers, watch)
 
         with once.shield():
             result = dump_result(await run_chain(server.middleware, ctx, inner))
@@ -233,6 +234,7 @@ def _answer(
 async def _serve(
     server: MCPServer,
     request: IncomingRequest,
+    params: dict[str, Any],
     meta: dict[str, Any],
     sink: Sink,
     principal: str | None,
@@ -240,7 +242,7 @@ async def _serve(
     watch: RequestWatch | None,
 ) -> dict[str, Any]:
     """The innermost link of the middleware chain: what `respond` does between envelope and seal."""
-    method, params = request.method, request.params
+    method = request.method
     if method == "server/discover":
         return finish_result(server, method, discover(server))
     if method in REMOVED_METHODS:
