@@ -1,7 +1,7 @@
 """What the protocol layer calls on an instrumented server: the shape of `mcp_resolve.telemetry`.
 
 Declared here, free of any telemetry library, so that `session.py` and
-`modern.py` can call the hooks (and be type-checked) without importing
+`protocol.modern` can call the hooks (and be type-checked) without importing
 OpenTelemetry. A server that is not instrumented has `telemetry = None`, and
 then each request costs one attribute check and nothing is imported.
 
