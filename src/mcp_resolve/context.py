@@ -170,6 +170,16 @@ class Context(Generic[LifespanT, RequestT]):
             self._build = None
         return scope
 
+    @property
+    def request_scope(self) -> RequestScope:
+        """What the protocol layer knows about this request (`RequestScope`), built now if not yet.
+
+        For the framework's own extensions (subscriptions, tasks), which need
+        its parts (the caller's principal, the notification sender); a tool
+        reads the properties below instead.
+        """
+        return self._scope
+
     def questioner(self) -> Questioner | None:
         """How the resolver engine asks this request's client its questions (None: it cannot).
 

@@ -44,7 +44,7 @@ from .single_use import KeptAnswer, SingleUse, claim_round
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
-    from ..server._facade import MCPServer
+    from ._serves import DescribesServer, SealsState, ServesRequests
     from .hooks import RequestWatch
 
 __all__ = [
@@ -78,7 +78,7 @@ CACHEABLE_METHODS = frozenset(
 
 
 async def respond(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     meta: dict[str, Any],
     sink: Sink,
@@ -116,7 +116,7 @@ async def respond(
 
 
 async def _respond_plain(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     meta: dict[str, Any],
     sink: Sink,
@@ -154,7 +154,7 @@ async def _respond_plain(
 
 
 async def _respond_through_middleware(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     meta: dict[str, Any],
     sink: Sink,
@@ -211,7 +211,7 @@ async def _respond_through_middleware(
 
 
 def _answer(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     principal: str | None,
@@ -231,7 +231,7 @@ def _answer(
 
 
 async def _serve(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     meta: dict[str, Any],
     sink: Sink,
@@ -285,7 +285,7 @@ def _check_envelope(meta: dict[str, Any]) -> None:
 
 
 def _request_scope(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     meta: dict[str, Any],
@@ -330,7 +330,7 @@ def _request_scope(
     return scope
 
 
-def discover(server: MCPServer) -> dict[str, Any]:
+def discover(server: DescribesServer) -> dict[str, Any]:
     ttl_ms, scope = server.cache_hint("server/discover")
     result: dict[str, Any] = {
         "supportedVersions": list(MODERN_PROTOCOL_VERSIONS),
@@ -343,7 +343,7 @@ def discover(server: MCPServer) -> dict[str, Any]:
     return result
 
 
-def finish_result(server: MCPServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
+def finish_result(server: DescribesServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
     result.setdefault("resultType", "complete")
     if method in CACHEABLE_METHODS and result["resultType"] == "complete":
         ttl_ms, scope = server.cache_hint(method)
@@ -355,7 +355,7 @@ def finish_result(server: MCPServer, method: str, result: dict[str, Any]) -> dic
 
 
 def state_binding(
-    server: MCPServer, method: str, params: dict[str, Any], principal: str | None
+    server: SealsState, method: str, params: dict[str, Any], principal: str | None
 ) -> StateBinding:
     if method == "resources/read":
         target, arguments = str(params.get("uri")), None
@@ -375,7 +375,9 @@ class BindingOnce:
 
     __slots__ = ("_binding", "_request")
 
-    def __init__(self, server: MCPServer, method: str, params: dict[str, Any], principal: str | None) -> None:
+    def __init__(
+        self, server: SealsState, method: str, params: dict[str, Any], principal: str | None
+    ) -> None:
         self._request = (server, method, params, principal)
         self._binding: StateBinding | None = None
 
@@ -386,7 +388,7 @@ class BindingOnce:
 
 
 async def open_state(
-    server: MCPServer,
+    server: SealsState,
     method: str,
     params: dict[str, Any],
     binding_of: Callable[[], StateBinding],
@@ -439,7 +441,7 @@ async def open_state(
 
 
 async def _claim_state(
-    server: MCPServer,
+    server: SealsState,
     opened: UnsealedState,
     principal: str | None,
     params: dict[str, Any],
@@ -471,7 +473,7 @@ def _input_responses(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def seal_state(
-    server: MCPServer,
+    server: SealsState,
     binding_of: Callable[[], StateBinding],
     result: dict[str, Any],
     watch: RequestWatch | None = None,

@@ -9,14 +9,15 @@ what a server is: the facade only keeps the table (`serves`, `add_method`,
 
 `method_table` binds each handler to its server as a method, so a request
 calls the handler itself, with nothing in between: the per-call cost of a
-bound method and no more.
+bound method and no more. What is offered comes from the server's
+`registry` (its `Registry`), never from the facade's own state.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from functools import partial
 from types import MethodType
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from ..errors import (
     UnexpectedResourceError,
     unknown_name,
 )
+from ..protocol._serves import Handler
 from ..protocol.param_headers import check_param_headers
 from ..resources import UnsafeParameter
 
@@ -40,9 +42,6 @@ if TYPE_CHECKING:
     from ._facade import MCPServer
 
 __all__ = ["Handler", "method_table"]
-
-Handler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
-"""An era-free method handler: `await handler(params, context)` returns the result dict."""
 
 RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
 
@@ -94,20 +93,21 @@ def _listing(
 
 
 async def list_tools(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "tools", [t.definition() for t in server._tools.values()], params)
+    return _listing(server, "tools", [t.definition() for t in server.registry.tools.values()], params)
 
 
 async def list_resources(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "resources", [r.definition() for r in server._resources.values()], params)
+    definitions = [r.definition() for r in server.registry.resources.values()]
+    return _listing(server, "resources", definitions, params)
 
 
 async def list_templates(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    definitions = [t.definition() for t in server._templates.values()]
+    definitions = [t.definition() for t in server.registry.templates.values()]
     return _listing(server, "resourceTemplates", definitions, params)
 
 
 async def list_prompts(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "prompts", [p.definition() for p in server._prompts.values()], params)
+    return _listing(server, "prompts", [p.definition() for p in server.registry.prompts.values()], params)
 
 
 # -- calls, reads, gets --------------------------------------------------------------------
@@ -115,9 +115,10 @@ async def call_tool(server: MCPServer, params: dict[str, Any], context: Context)
     name = params.get("name")
     if not isinstance(name, str):
         raise MCPError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
-    tool = server._tools.get(name)
+    tools = server.registry.tools
+    tool = tools.get(name)
     if tool is None:
-        raise MCPError(INVALID_PARAMS, unknown_name("tool", name, server._tools))
+        raise MCPError(INVALID_PARAMS, unknown_name("tool", name, tools))
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -137,11 +138,12 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise MCPError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
+    registry = server.registry
     try:
-        resource = server._resources.get(uri)
+        resource = registry.resources.get(uri)
         if resource is not None:
             return await resource.read(context)
-        for template in server._templates.values():
+        for template in registry.templates.values():
             variables = template.match(uri)
             if variables is not None:
                 return await template.read(uri, variables, context)
@@ -170,9 +172,10 @@ def _not_found(uri: str, message: str, context: Context) -> MCPError:
 
 async def get_prompt(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
     name = params.get("name")
-    prompt = server._prompts.get(name) if isinstance(name, str) else None
+    prompts = server.registry.prompts
+    prompt = prompts.get(name) if isinstance(name, str) else None
     if prompt is None:
-        raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, server._prompts))
+        raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, prompts))
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -183,7 +186,7 @@ async def get_prompt(server: MCPServer, params: dict[str, Any], context: Context
 
 
 async def complete(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    completer = server._completion
+    completer = server.registry.completer
     if completer is None:
         if not isinstance(params.get("ref"), dict) or not isinstance(params.get("argument"), dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'")

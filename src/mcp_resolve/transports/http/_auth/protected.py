@@ -26,7 +26,7 @@ from .prm import metadata_routes
 if TYPE_CHECKING:
     from starlette.responses import Response
 
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
     from .._app import StreamableHTTPApp
     from .._exchange.exchange import Exchange
     from .._wire.headers import RequestHeaders
@@ -40,7 +40,7 @@ _AUTHORIZATION = b"authorization"
 class ProtectedEndpoint(StreamableHTTPEndpoint):
     """The MCP endpoint of a server with a `token_verifier`: no valid token, no MCP."""
 
-    def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+    def __init__(self, server: ServedServer, options: HttpOptions) -> None:
         super().__init__(server, options)
         self.bearer = BearerCheck(server)
 
@@ -103,7 +103,7 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
         )
 
 
-def protected_app(server: MCPServer, path: str, options: HttpOptions) -> StreamableHTTPApp:
+def protected_app(server: ServedServer, path: str, options: HttpOptions) -> StreamableHTTPApp:
     """The app of a protected server: its MCP endpoint behind the bearer check, plus the metadata routes.
 
     The protection is checked again here, so `token_verifier` and `auth` may
