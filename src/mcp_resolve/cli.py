@@ -347,10 +347,8 @@ def _serve(server: MCPServer, args: argparse.Namespace) -> int:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
         server.run(log_level=level)
         return 0
-    from .server._deployment import check_state_keys
-
     try:
-        check_state_keys(server, args.workers)
+        server.deployment.check(args.workers)
     except (RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     host = settings.host if args.host is None else args.host
