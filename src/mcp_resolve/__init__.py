@@ -20,7 +20,7 @@ from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, Serv
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
 from .sealing import RequestStateSecurity
-from .server._facade import MCPServer
+from .server import MCPServer
 
 if TYPE_CHECKING:
     from .client import Client

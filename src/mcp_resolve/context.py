@@ -172,7 +172,12 @@ class Context(Generic[LifespanT, RequestT]):
 
     @property
     def request_scope(self) -> RequestScope:
-        """What the protocol layer knows about this request: for extensions that serve it (tasks), not tools."""
+        """What the protocol layer knows about this request (`RequestScope`), built now if not yet.
+
+        For the framework's own extensions (subscriptions, tasks), which need
+        its parts (the caller's principal, the notification sender); a tool
+        reads the properties below instead.
+        """
         return self._scope
 
     def questioner(self) -> Questioner | None:

@@ -30,8 +30,9 @@ from .protocol.extension_ids import validate_extension_identifier
 from .protocol.middleware import CallNext, ClientView, HandlerResult, ServerRequestContext, dump_result
 
 if TYPE_CHECKING:
+    from .protocol.serves import Handler
     from .resources import Resource, ResourceTemplate
-    from .server._facade import Handler, MCPServer
+    from .server import MCPServer
 
 __all__ = [
     "Extension",

@@ -213,7 +213,7 @@ async def test_a_client_cannot_hand_in_a_carried_value(tmp_path: Path) -> None:
     mcp = build(str(log))
     lookup_key = next(
         plan.wire_key
-        for plan in mcp._tools["refund"].signature.plans().values()
+        for plan in mcp.registry.tools["refund"].signature.plans().values()
         if plan.name.endswith("price_lookup")
     )
     forged = StateRecord(carried={lookup_key: {"order_id": "ORD-1", "cents": 1}}).encode().decode()
@@ -501,21 +501,21 @@ def test_check_and_graph_say_what_is_carried() -> None:
         check(mcp)
         == "OK Carry Desk: 2 tools, 0 prompts, 0 resources, 0 templates, 6 resolvers (2 carried across rounds)"
     )
-    text = graph_text([mcp._tools["refund"]])
+    text = graph_text([mcp.registry.tools["refund"]])
     assert "price_lookup(order_id)" in text
     lines = {line.split("(")[0].strip().rpartition(".")[2]: line for line in text.splitlines() if "(" in line}
     assert lines["price_lookup"].endswith("carried across rounds as Quote")
     assert lines["handling_fee"].endswith("carried across rounds as int")
     assert "carried" not in lines["ask_scope"]
-    assert "carried" not in graph_text([mcp._tools["refund_fresh"]])
-    assert "price_lookup<br/>carried across rounds as Quote" in graph_mermaid([mcp._tools["refund"]])
+    assert "carried" not in graph_text([mcp.registry.tools["refund_fresh"]])
+    assert "price_lookup<br/>carried across rounds as Quote" in graph_mermaid([mcp.registry.tools["refund"]])
 
 
 async def test_a_task_carries_its_value_between_rounds_in_the_task_record(tmp_path: Path) -> None:
     """A task's rounds carry through the plaintext record the task store keeps (never sent to the client)."""
     log = tmp_path / "events"
     mcp = build(str(log))
-    mcp.add_tool(mcp._tools["refund"].fn, name="refund_task", task_support="required")
+    mcp.add_tool(mcp.registry.tools["refund"].fn, name="refund_task", task_support="required")
     async with Client(mcp, mode="2026-07-28") as client:
         raw = Raw(client)
         task = await raw.call("refund_task", ARGUMENTS)

@@ -115,8 +115,8 @@ async def test_arguments_validate_the_same_through_the_model_as_through_the_fiel
 ) -> None:
     """The fields validator is pydantic-core's view of the model's own schema; the model is the fallback."""
     fast, plain = _orders(None), _orders(monkeypatch)
-    assert fast._tools["order"].signature._fields_validator is not None
-    assert plain._tools["order"].signature._fields_validator is None
+    assert fast.registry.tools["order"].signature._fields_validator is not None
+    assert plain.registry.tools["order"].signature._fields_validator is None
     for arguments in CASES:
         outcomes = []
         for server in (fast, plain):

@@ -321,7 +321,7 @@ def _shape(result: types.CallToolResult) -> dict[str, Any]:
 
 
 def _ask_colour_of(mcp: MCPServer) -> Any:
-    (marker, _wants_union) = mcp._tools["paint"].signature.resolved_params["colour"]
+    (marker, _wants_union) = mcp.registry.tools["paint"].signature.resolved_params["colour"]
     return marker.fn
 
 

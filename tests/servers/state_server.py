@@ -179,7 +179,7 @@ def build_refund_desk(env: Mapping[str, str]) -> MCPServer:
     db = env.get("STATE_SERVER_REPLAY_DB")
     if db:
         mcp.replay_store = SqliteReplayStore(db)
-    tool = mcp._tools["refund_order"]
+    tool = mcp.registry.tools["refund_order"]
     original = tool.fn
 
     @functools.wraps(original)

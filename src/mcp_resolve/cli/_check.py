@@ -6,7 +6,7 @@ from typing import Any
 
 from ..prompts import Prompt
 from ..resources import Resource, ResourceTemplate
-from ..server._facade import MCPServer
+from ..server import MCPServer
 from ..tools import Tool
 
 __all__ = ["check"]

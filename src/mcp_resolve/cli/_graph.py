@@ -15,7 +15,7 @@ from ..prompts import Prompt
 from ..resolve.markers import Elicit, ListRoots, Sample
 from ..resolve.plan import ResolverPlan
 from ..resources import Resource, ResourceTemplate
-from ..server._facade import MCPServer
+from ..server import MCPServer
 from ..tools import Tool
 from ._target import CLIError
 

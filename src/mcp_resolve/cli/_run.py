@@ -14,12 +14,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._logs import configure_logging
-from ..server._deployment import check_state_keys
 from ..settings import load_settings
 from ._target import CLIError, absolute_target, load_server
 
 if TYPE_CHECKING:
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
 __all__ = ["LEVELS", "WORKER_APP_ENV", "serve", "worker_app"]
 
@@ -51,7 +50,7 @@ def serve(
         server.run(log_level=level)
         return 0
     try:
-        check_state_keys(server, workers)
+        server.deployment.check(workers)
     except (RuntimeError, ValueError) as exc:
         raise CLIError(str(exc)) from None
     host = settings.host if host is None else host
@@ -75,7 +74,7 @@ def serve(
     # Here, not at the top: `check`, `graph` and stdio never load uvicorn and its httptools protocol.
     import uvicorn
 
-    from ..transports.http._fleet.limits import ServerLimits, uvicorn_options
+    from ..transports.http import ServerLimits, uvicorn_options
 
     effective = configure_logging(settings.log_level)
     # uvicorn starts each worker by importing the app: hand it a factory that loads the same file.
@@ -103,7 +102,7 @@ def serve(
 def worker_app() -> Any:
     """The ASGI app of one `run --http --workers N` worker: the server file the parent was given."""
     # Here, not at the top: only a worker serves HTTP (`check` and `graph` never load Starlette).
-    from ..transports.http._app import default_allowed_hosts
+    from ..transports.http import default_allowed_hosts
 
     worker = json.loads(os.environ[WORKER_APP_ENV])
     configure_logging(worker.get("log_level"))

@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from ..server._facade import MCPServer
+from ..server import MCPServer
 
 __all__ = ["CLIError", "absolute_target", "import_file", "load_server", "split_target"]
 

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
     from .tasks import TaskHandle
 
 __all__ = ["Client"]

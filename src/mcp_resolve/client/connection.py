@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
 __all__ = ["AuthorizingSession", "check_options", "http_auth", "is_http", "open_pipe", "open_session"]
 
@@ -87,7 +87,7 @@ async def open_pipe(
     cwd: str | os.PathLike[str] | None,
 ) -> AsyncIterator[MessagePipe]:
     """The message pipe to `target`: in memory, over HTTP, or to a stdio child process."""
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
     if isinstance(target, MCPServer):
         from ..transports.memory import connect_in_memory

@@ -19,7 +19,7 @@ from .extension_ids import check_declared_extensions
 
 if TYPE_CHECKING:
     from ..context import SendRequest
-    from ..server._facade import MCPServer
+    from .serves import DescribesServer
 
 __all__ = [
     "HandshakeState",
@@ -57,7 +57,7 @@ class HandshakeState:
     `MAX_SUBSCRIPTIONS` and `MAX_SUBSCRIPTION_BYTES`."""
 
 
-def initialize(server: MCPServer, params: dict[str, Any]) -> tuple[HandshakeState, dict[str, Any]]:
+def initialize(server: DescribesServer, params: dict[str, Any]) -> tuple[HandshakeState, dict[str, Any]]:
     requested = params.get("protocolVersion")
     if not isinstance(requested, str):
         raise MCPError(INVALID_PARAMS, "Invalid params: initialize needs a string 'protocolVersion'")

@@ -49,7 +49,7 @@ from ..stores.bus import (
 
 if TYPE_CHECKING:
     from ..context import Context
-    from ..server._facade import MCPServer
+    from .serves import HoldsSessions
     from .session import Connection
 
 __all__ = ["SUBSCRIPTION_ID_META_KEY", "ListenFilter", "Notifications"]
@@ -128,7 +128,12 @@ class Notifications:
     """One server's fan-out: the bus listener, the open listen streams, and handshake sessions' channels."""
 
     def __init__(
-        self, server: MCPServer, bus: SubscriptionBus, *, max_streams: int = MAX_STREAMS, backlog: int = 256
+        self,
+        server: HoldsSessions,
+        bus: SubscriptionBus,
+        *,
+        max_streams: int = MAX_STREAMS,
+        backlog: int = 256,
     ):
         self.server = server
         self.bus = bus
@@ -208,7 +213,7 @@ class Notifications:
         send, receive = anyio.create_memory_object_stream[ServerEvent](self.backlog)
         token = object()
         self._streams[token] = (wanted, send)
-        notify = context._scope.send_notification
+        notify = context.request_scope.send_notification
         try:
             acknowledged = {"_meta": meta, "notifications": wanted.honoured(raw_uris)}
             await notify("notifications/subscriptions/acknowledged", acknowledged)

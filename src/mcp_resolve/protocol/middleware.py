@@ -15,7 +15,7 @@ server without middleware serves exactly as it did before it existed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
@@ -129,7 +129,7 @@ class ServerMiddleware(Protocol[_MwLifespanT]):
 
 
 def run_chain(
-    middleware: list[ServerMiddleware[Any]],
+    middleware: Sequence[ServerMiddleware[Any]],
     ctx: ServerRequestContext[Any, Any],
     inner: CallNext,
 ) -> Awaitable[HandlerResult]:

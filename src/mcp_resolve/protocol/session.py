@@ -41,8 +41,8 @@ from .middleware import ClientView, ServerRequestContext, dump_result, run_chain
 
 if TYPE_CHECKING:
     from ..resolve.run import Questioner
-    from ..server._facade import MCPServer
     from .hooks import RequestWatch
+    from .serves import ServesRequests
 
 __all__ = ["Connection", "Sink"]
 
@@ -62,7 +62,7 @@ class Connection:
 
     def __init__(
         self,
-        server: MCPServer,
+        server: ServesRequests,
         *,
         headers: Mapping[str, str] | None = None,
         principal: str | None = None,
@@ -106,7 +106,7 @@ class Connection:
                 async with incoming:
                     async for raw in incoming:
                         await self.receive(raw, sink, group)
-                self._abandon_questions()
+                self.fail_questions("the client closed the connection")
                 self._end_listening()
                 if self._running and drain_seconds > 0:
                     self._idle = anyio.Event()
@@ -208,9 +208,7 @@ class Connection:
             if not is_request_id(request_id):
                 logger.warning("ignored notifications/cancelled: requestId is not a string or an integer")
                 return
-            scope = self._in_flight.get(request_id)
-            if scope is not None:
-                scope.cancel()
+            self.cancel_request(request_id)
         elif method == "notifications/roots/list_changed":
             try:
                 await self.server.roots_changed()
@@ -218,13 +216,24 @@ class Connection:
                 logger.exception("the roots-changed handler failed")
         # Unknown notifications get no reply, by JSON-RPC's rules.
 
-    def _abandon_questions(self) -> None:
-        """The client is gone: our questions to it fail now instead of waiting for answers that cannot come."""
-        for request_id, waiter in list(self._waiting.items()):
-            waiter.response = IncomingResponse(
-                request_id, None, {"code": INTERNAL_ERROR, "message": "the client closed the connection"}
+    def cancel_request(self, request_id: int | str) -> bool:
+        """Cancel the client's request `request_id` if it is running here (it then gets no response); True if so."""
+        scope = self._in_flight.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def fail_questions(self, message: str) -> None:
+        """Fail every question to the client still waiting for its answer, with a -32603 saying `message`.
+
+        For when the answers cannot come: the client is gone, or (in a fleet)
+        the channel that would carry them from another worker dropped.
+        """
+        for request_id in list(self._waiting):
+            self.deliver_response(
+                IncomingResponse(request_id, None, {"code": INTERNAL_ERROR, "message": message})
             )
-            waiter.event.set()
 
     def _end_listening(self) -> None:
         """The input ended: `subscriptions/listen` streams, which only a client ends, end with it.

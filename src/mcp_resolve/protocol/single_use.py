@@ -28,7 +28,7 @@ from .jsonrpc import encode
 
 if TYPE_CHECKING:
     from ..sealing import UnsealedState
-    from ..server._facade import MCPServer
+    from .serves import SealsState
 
 __all__ = ["KEPT_ANSWER_MISSING", "STILL_RUNNING", "KeptAnswer", "SingleUse", "claim_round"]
 
@@ -89,7 +89,7 @@ def caller_digest(state_id: str, principal: str | None, params: dict[str, Any]) 
 
 
 async def claim_round(
-    server: MCPServer,
+    server: SealsState,
     store: RoundStore,
     opened: UnsealedState,
     principal: str | None,
@@ -123,7 +123,7 @@ async def claim_round(
 
 
 async def _claim(
-    server: MCPServer, store: RoundStore, opened: UnsealedState, caller: str | None
+    server: SealsState, store: RoundStore, opened: UnsealedState, caller: str | None
 ) -> RoundClaim:
     try:
         return await store.claim_round(opened.state_id, opened.expires_at, caller)

@@ -39,7 +39,7 @@ from .handlers import (
 from .sampling import sampling_handler_for
 
 if TYPE_CHECKING:
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
 __all__ = ["UNSET", "ClientOptions", "MCPToolsetClient", "Mode", "client_for", "is_url"]
 

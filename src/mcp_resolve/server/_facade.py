@@ -2,12 +2,17 @@
 
 This module is the public face: construction, the registration decorators,
 what the server says about itself (serverInfo, capabilities, cache hints) and
-the method table. The work behind the facade has its own modules:
-`_registration` builds and files components (all the analysis: schemas,
-resolver plans), `_methods` holds the era-free handlers that answer requests
-with wire dicts, `_serving` runs the lifespan and picks a transport.
-`protocol/` decides which era a request speaks and finishes results
-accordingly; `transports/` moves the bytes.
+the method table. The work behind the facade has its own modules, and
+the state they share is in components the facade owns and hands them:
+`registry` (a `Registry`: what is offered, by name), `deployment` (a
+`Deployment`: requestState keys and stores) and the shared lifespan.
+`_registration` builds components (all the analysis: schemas, resolver
+plans) and files them in the registry, `_methods` holds the era-free
+handlers that answer requests with wire dicts from it, `_serving` runs the
+lifespan and picks a transport. `protocol/` decides which era a request
+speaks and finishes results accordingly; `transports/` moves the bytes.
+Neither knows this class: each asks for the `Protocol` it needs
+(`protocol.serves`, `transports._serves`), which this class satisfies.
 """
 
 from __future__ import annotations
@@ -34,10 +39,11 @@ from ..tools import Tool
 from . import _registration as registration
 from . import _serving as serving
 from ._completion import Completer
-from ._deployment import choose_keys_and_stores
+from ._deployment import Deployment, choose_deployment
 from ._direct import call_tool_directly
-from ._hooks import TaskSupport, install_builtins
 from ._methods import Handler, method_table
+from ._registry import Registry
+from .hooks import TaskSupport, install_builtins
 
 if TYPE_CHECKING:
     from .._task_options import TaskOptions
@@ -47,8 +53,10 @@ if TYPE_CHECKING:
     from ..protocol.listen import Notifications
     from ..protocol.middleware import ServerMiddleware
     from ..protocol.session import Connection
+    from ..stores import RedisConnection
     from ..stores.bus import SubscriptionBus
     from ..stores.events import EventStore
+    from ..stores.sessions import SessionStore
     from ..stores.tasks import TaskStore
 
 __all__ = ["MCPServer"]
@@ -126,11 +134,17 @@ class MCPServer:
         """Starlette's debug mode (tracebacks in HTTP error pages) for the app `streamable_http_app()` builds."""
         self.dependencies = list(dependencies or ())
         """Informational: the packages this server needs (the official SDK's `dependencies`)."""
-        self._warn_on_duplicate = {
-            "tool": warn_on_duplicate_tools,
-            "resource": warn_on_duplicate_resources,
-            "prompt": warn_on_duplicate_prompts,
-        }
+        self.log = logging.getLogger(f"mcp_resolve.server.{self.name}")
+        self.registry = Registry(
+            self.log,
+            {
+                "tool": warn_on_duplicate_tools,
+                "resource": warn_on_duplicate_resources,
+                "prompt": warn_on_duplicate_prompts,
+            },
+        )
+        """What this server offers, by name: `registry.tool(name)`, `registry.tools`, `.resources`,
+        `.templates`, `.prompts` (read-only; register with the decorators)."""
         self.log_level = log_level
         """The level `run()` gives the `mcp_resolve` loggers; None: MCP_RESOLVE_LOG_LEVEL, else INFO."""
         if log_level is not None:
@@ -157,48 +171,33 @@ class MCPServer:
         """Per-method `ttlMs`/`cacheScope` of 2026-07-28 results (see `cache_hint`)."""
         self.resource_security = resource_security
         """The checks a template's extracted values pass unless `@mcp.resource(security=...)` says otherwise."""
-        self.request_state_security: RequestStateSecurity
-        self.task_store = task_store
-        """Where tasks live: a TaskStore, a SQLite file path, or None for in memory (made on first use)."""
-        self.replay_store: ReplayStore
-        self.subscription_bus: SubscriptionBus | None
-        """Carries list changes and resource updates to every worker (None: in process, made on first use)."""
-        self.event_store: EventStore | None
-        """Keeps handshake-era SSE events so a client can resume with Last-Event-ID (None: not resumable)."""
-        self.redis: Any
-        self.session_store: Any
         # Chosen once, here: the arguments, else the operator's settings (MCP_RESOLVE_STATE_KEYS, _REDIS_URL).
-        choose_keys_and_stores(
-            self,
+        self.deployment: Deployment = choose_deployment(
+            name=self.name,
             named=bool(name),
             request_state_security=request_state_security,
             redis_url=redis_url,
             replay_store=replay_store,
             subscription_bus=subscription_bus,
             event_store=event_store,
+            task_store=task_store,
+            offers_single_use=self.registry.offers_single_use,
         )
+        """The requestState keys and the stores, and the checks that a deployment can work (workers, claims)."""
         self._notifications: Notifications | None = None
         self.task_options = task_options
         self.task_support: TaskSupport | None = None
-        """Runs the calls of tools registered with `task_support`: the tasks extension sets it (`_hooks`)."""
+        """Runs the calls of tools registered with `task_support`: the tasks extension sets it (`hooks`)."""
         self.dependency_overrides = Overrides()
-        self.log = logging.getLogger(f"mcp_resolve.server.{self.name}")
-        self._lifespan = lifespan
-        self._lifespan_users = 0
-        self._lifespan_stack: Any = None
+        self._lifespan = serving.SharedLifespan(lifespan)
         self.lifespan_context: Any = None
-        self._tools: dict[str, Tool] = {}
-        self._resources: dict[str, Resource] = {}
-        self._templates: dict[str, ResourceTemplate] = {}
-        self._prompts: dict[str, Prompt] = {}
-        self._completion: Completer | None = None
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
         self._handlers: dict[str, Handler] = method_table(self)
         install_builtins(self)  # the tasks extension: tasks/* and `task_support`
         for tool in tools or ():
-            registration.add_prebuilt_tool(self, tool)
+            registration.add_prebuilt_tool(self.registry, self.dependency_overrides, tool)
         for resource in resources or ():
             self.add_resource(resource)
         self.middleware: list[ServerMiddleware[Any]] = list(middleware or ())
@@ -210,6 +209,70 @@ class MCPServer:
             from ..extension import apply_extensions
 
             self.extension_settings = apply_extensions(self, extensions)
+
+    # -- the deployment: these read and set `deployment` ------------------------------------
+    @property
+    def request_state_security(self) -> RequestStateSecurity:
+        """Seals and opens 2026-07-28 requestState (`request_state_security=`, else MCP_RESOLVE_STATE_KEYS)."""
+        return self.deployment.request_state_security
+
+    @request_state_security.setter
+    def request_state_security(self, value: RequestStateSecurity) -> None:
+        self.deployment.request_state_security = value
+
+    @property
+    def replay_store(self) -> ReplayStore:
+        """Where single-use tools claim each sealed requestState once (`replay_store=`, else Redis or memory)."""
+        return self.deployment.replay_store
+
+    @replay_store.setter
+    def replay_store(self, value: ReplayStore) -> None:
+        self.deployment.replay_store = value
+
+    @property
+    def subscription_bus(self) -> SubscriptionBus | None:
+        """Carries list changes and resource updates to every worker (None: in process, made on first use)."""
+        return self.deployment.subscription_bus
+
+    @subscription_bus.setter
+    def subscription_bus(self, value: SubscriptionBus | None) -> None:
+        self.deployment.subscription_bus = value
+
+    @property
+    def event_store(self) -> EventStore | None:
+        """Keeps handshake-era SSE events so a client can resume with Last-Event-ID (None: not resumable)."""
+        return self.deployment.event_store
+
+    @event_store.setter
+    def event_store(self, value: EventStore | None) -> None:
+        self.deployment.event_store = value
+
+    @property
+    def task_store(self) -> TaskStore | str | os.PathLike[str] | None:
+        """Where tasks live: a TaskStore, a SQLite file path, or None for in memory (made on first use)."""
+        return self.deployment.task_store
+
+    @task_store.setter
+    def task_store(self, value: TaskStore | str | os.PathLike[str] | None) -> None:
+        self.deployment.task_store = value
+
+    @property
+    def session_store(self) -> SessionStore | None:
+        """Handshake-era sessions any worker serves (None: each lives in the process that opened it)."""
+        return self.deployment.session_store
+
+    @session_store.setter
+    def session_store(self, value: SessionStore | None) -> None:
+        self.deployment.session_store = value
+
+    @property
+    def redis(self) -> RedisConnection | None:
+        """The Redis connection every shared store uses (None: no Redis URL was set)."""
+        return self.deployment.redis
+
+    @redis.setter
+    def redis(self, value: RedisConnection | None) -> None:
+        self.deployment.redis = value
 
     # -- registration --------------------------------------------------------------------
     def tool(
@@ -272,11 +335,11 @@ class MCPServer:
         return register
 
     def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
-        return registration.add_tool(self, fn, **options)
+        return registration.add_tool(self.registry, self.dependency_overrides, fn, **options)
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
         """Register a resource built beforehand (`Resource.from_function(fn, uri)`, an extension's), as the official SDK's does."""
-        registration.add_resource(self, resource)
+        registration.add_resource(self.registry, self.dependency_overrides, resource)
 
     def resource(
         self,
@@ -300,10 +363,11 @@ class MCPServer:
 
         def register(fn: F) -> F:
             registration.add_function_resource(
-                self,
+                self.registry,
+                self.dependency_overrides,
                 fn,
                 uri,
-                security,
+                self.resource_security if security is None else security,
                 name=name,
                 title=title,
                 description=description,
@@ -328,7 +392,15 @@ class MCPServer:
             raise TypeError("use @mcp.prompt() with parentheses")
 
         def register(fn: F) -> F:
-            registration.add_prompt(self, fn, name=name, title=title, description=description, meta=meta)
+            registration.add_prompt(
+                self.registry,
+                self.dependency_overrides,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                meta=meta,
+            )
             return fn
 
         return register
@@ -343,7 +415,7 @@ class MCPServer:
         """
 
         def register(fn: F) -> F:
-            self._completion = Completer(fn)
+            self.registry.completer = Completer(fn)
             return fn
 
         return register
@@ -355,12 +427,7 @@ class MCPServer:
     # -- what the server is --------------------------------------------------------------
     def components(self) -> list[Tool | Prompt | Resource | ResourceTemplate]:
         """Everything registered (tools, prompts, resources, templates): for tools that inspect a server."""
-        return [
-            *self._tools.values(),
-            *self._prompts.values(),
-            *self._resources.values(),
-            *self._templates.values(),
-        ]
+        return self.registry.components()
 
     def server_info(self) -> dict[str, Any]:
         info = Implementation(
@@ -395,9 +462,9 @@ class MCPServer:
             "prompts": {"listChanged": True},
             "logging": {},
         }
-        if self._completion is not None:
+        if self.registry.completer is not None:
             capabilities["completions"] = {}
-        if modern and any(tool.task_support for tool in self._tools.values()):
+        if modern and any(tool.task_support for tool in self.registry.tools.values()):
             capabilities["extensions"] = {"io.modelcontextprotocol/tasks": {}}
         if modern and self.extension_settings:
             capabilities["extensions"] = {**capabilities.get("extensions", {}), **self.extension_settings}
@@ -406,7 +473,7 @@ class MCPServer:
     def is_single_use(self, method: str, params: dict[str, Any]) -> bool:
         if method != "tools/call":
             return False
-        tool = self._tools.get(params.get("name"))  # type: ignore[arg-type]
+        tool = self.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
         return tool is not None and tool.single_use
 
     def required_scopes(self, method: str, params: dict[str, Any]) -> tuple[str, ...]:
@@ -414,7 +481,7 @@ class MCPServer:
         if method != "tools/call":
             return ()
         name = params.get("name")
-        tool = self._tools.get(name) if isinstance(name, str) else None
+        tool = self.registry.tools.get(name) if isinstance(name, str) else None
         return () if tool is None else tool.scopes
 
     async def notify_resource_updated(self, uri: str) -> int:
@@ -457,12 +524,11 @@ class MCPServer:
 
     def registered_tool(self, name: str) -> Tool | None:
         """The tool registered under `name` now, or None."""
-        return self._tools.get(name)
+        return self.registry.tool(name)
 
     def remove_tool(self, name: str) -> None:
         """Unregister a tool; follow with `await mcp.notify_list_changed("tools")`."""
-        if self._tools.pop(name, None) is None:
-            raise KeyError(f"no tool named {name!r}")
+        self.registry.remove_tool(name)
 
     async def roots_changed(self) -> None:
         if self._roots_changed is not None:
@@ -470,7 +536,7 @@ class MCPServer:
 
     def running(self) -> AbstractAsyncContextManager[MCPServer]:
         """Run the lifespan once however many transports or connections share this server."""
-        return serving.running(self)
+        return serving.running(self, self._lifespan)
 
     def run(
         self,
@@ -495,6 +561,10 @@ class MCPServer:
     def serves(self, method: str) -> bool:
         """Whether a request method has a handler here (the built-in ones and any added)."""
         return method in self._handlers
+
+    def served_methods(self) -> frozenset[str]:
+        """Every request method with a handler here now (the built-in ones and any added)."""
+        return frozenset(self._handlers)
 
     def add_method(self, method: str, handler: Handler, *, replace: bool = False) -> None:
         """Serve a request method of your own: `await handler(params, context)` returns the result dict.
@@ -522,7 +592,8 @@ class MCPServer:
         The official SDK's `MCPServer.call_tool`, same signature and outcomes, so a
         test suite moves across unchanged; `mcp_resolve.direct` says what it does.
         """
-        tool = self._tools.get(name)
+        tools = self.registry.tools
+        tool = tools.get(name)
         if tool is None:
-            raise ToolError(unknown_name("tool", name, self._tools))
+            raise ToolError(unknown_name("tool", name, tools))
         return await call_tool_directly(self, tool, arguments, context)

@@ -6,18 +6,19 @@ returns the result as a wire dict (or raises MCPError). Handlers are era-free:
 live apart from `server.py` because they are how a request is served, not
 what a server is: the facade only keeps the table (`serves`, `add_method`,
 `handler`). `tasks/*` are not here: the tasks extension adds them, and takes
-over the calls of task-supporting tools (`server.task_support`, `_hooks`).
+over the calls of task-supporting tools (`server.task_support`, `hooks`).
 
 `method_table` binds each handler to its server as a method, so a request
 calls the handler itself, with nothing in between: the per-call cost of a
-bound method and no more.
+bound method and no more. What is offered comes from the server's
+`registry` (its `Registry`), never from the facade's own state.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
@@ -34,17 +35,15 @@ from ..errors import (
     unknown_name,
 )
 from ..protocol.param_headers import check_param_headers
+from ..protocol.serves import Handler
 from ..resources import UnsafeParameter
 
 if TYPE_CHECKING:
     from ..tools import Tool
     from ._facade import MCPServer
-    from ._hooks import TaskSupport
+    from .hooks import TaskSupport
 
 __all__ = ["Handler", "method_table"]
-
-Handler = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
-"""An era-free method handler: `await handler(params, context)` returns the result dict."""
 
 RESOURCE_NOT_FOUND_HANDSHAKE = -32002  # 2025-11-25 and earlier; 2026-07-28 uses -32602
 
@@ -93,20 +92,21 @@ def _listing(
 
 
 async def list_tools(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "tools", [t.definition() for t in server._tools.values()], params)
+    return _listing(server, "tools", [t.definition() for t in server.registry.tools.values()], params)
 
 
 async def list_resources(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "resources", [r.definition() for r in server._resources.values()], params)
+    definitions = [r.definition() for r in server.registry.resources.values()]
+    return _listing(server, "resources", definitions, params)
 
 
 async def list_templates(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    definitions = [t.definition() for t in server._templates.values()]
+    definitions = [t.definition() for t in server.registry.templates.values()]
     return _listing(server, "resourceTemplates", definitions, params)
 
 
 async def list_prompts(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    return _listing(server, "prompts", [p.definition() for p in server._prompts.values()], params)
+    return _listing(server, "prompts", [p.definition() for p in server.registry.prompts.values()], params)
 
 
 # -- calls, reads, gets --------------------------------------------------------------------
@@ -114,9 +114,10 @@ async def call_tool(server: MCPServer, params: dict[str, Any], context: Context)
     name = params.get("name")
     if not isinstance(name, str):
         raise MCPError(INVALID_PARAMS, "Invalid params: tools/call needs a string 'name'")
-    tool = server._tools.get(name)
+    tools = server.registry.tools
+    tool = tools.get(name)
     if tool is None:
-        raise MCPError(INVALID_PARAMS, unknown_name("tool", name, server._tools))
+        raise MCPError(INVALID_PARAMS, unknown_name("tool", name, tools))
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -131,7 +132,7 @@ async def call_tool(server: MCPServer, params: dict[str, Any], context: Context)
 
 
 def _task_support(server: MCPServer, tool: Tool) -> TaskSupport:
-    """The hook that runs a task-supporting tool's calls (`server/_hooks.py`); without one, none run."""
+    """The hook that runs a task-supporting tool's calls (`server/hooks.py`); without one, none run."""
     support = server.task_support
     if support is None:
         raise MCPError(
@@ -144,11 +145,12 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise MCPError(INVALID_PARAMS, "Invalid params: resources/read needs a string 'uri'")
+    registry = server.registry
     try:
-        resource = server._resources.get(uri)
+        resource = registry.resources.get(uri)
         if resource is not None:
             return await resource.read(context)
-        for template in server._templates.values():
+        for template in registry.templates.values():
             variables = template.match(uri)
             if variables is not None:
                 return await template.read(uri, variables, context)
@@ -177,9 +179,10 @@ def _not_found(uri: str, message: str, context: Context) -> MCPError:
 
 async def get_prompt(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
     name = params.get("name")
-    prompt = server._prompts.get(name) if isinstance(name, str) else None
+    prompts = server.registry.prompts
+    prompt = prompts.get(name) if isinstance(name, str) else None
     if prompt is None:
-        raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, server._prompts))
+        raise MCPError(INVALID_PARAMS, unknown_name("prompt", name, prompts))
     arguments = params.get("arguments")
     if arguments is not None and not isinstance(arguments, dict):
         raise MCPError(INVALID_PARAMS, "Invalid params: 'arguments' must be an object")
@@ -190,7 +193,7 @@ async def get_prompt(server: MCPServer, params: dict[str, Any], context: Context
 
 
 async def complete(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    completer = server._completion
+    completer = server.registry.completer
     if completer is None:
         if not isinstance(params.get("ref"), dict) or not isinstance(params.get("argument"), dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'")

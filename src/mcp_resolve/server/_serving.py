@@ -10,8 +10,8 @@ server never loads Starlette.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,32 +20,67 @@ import anyio
 if TYPE_CHECKING:
     from ._facade import MCPServer
 
-__all__ = ["http_app", "running", "serve"]
+__all__ = ["SharedLifespan", "http_app", "running", "serve"]
+
+
+class SharedLifespan:
+    """The author's lifespan, run once for all of a server's users: how many there are, and the open context.
+
+    The facade owns one (built from `MCPServer(lifespan=...)`) and hands it
+    to `running`, the one place that counts users in and out.
+    """
+
+    def __init__(self, fn: Callable[[Any], AbstractAsyncContextManager[Any]] | None) -> None:
+        self.fn = fn
+        self.users = 0
+        """Transports and connections inside `running()` now."""
+        self._open: AbstractAsyncContextManager[Any] | None = None
+
+    async def enter(self, server: MCPServer) -> Any:
+        """Enter the lifespan for `server`; what it yields is the server's `lifespan_context`."""
+        assert self.fn is not None
+        self._open = self.fn(server)
+        return await self._open.__aenter__()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open is not None
+
+    async def exit(self) -> None:
+        """Leave the lifespan entered last, even when the caller is being cancelled."""
+        opened, self._open = self._open, None
+        if opened is not None:
+            with anyio.CancelScope(shield=True):
+                await opened.__aexit__(None, None, None)
 
 
 @asynccontextmanager
-async def running(server: MCPServer) -> AsyncIterator[MCPServer]:
-    """Run the lifespan once however many transports or connections share `server`."""
-    if server._lifespan_users == 0 and server._lifespan is not None:
-        server._lifespan_stack = server._lifespan(server)
-        server.lifespan_context = await server._lifespan_stack.__aenter__()
-    server._lifespan_users += 1
+async def running(server: MCPServer, lifespan: SharedLifespan) -> AsyncIterator[MCPServer]:
+    """Run `lifespan` once however many transports or connections share `server`."""
+    if lifespan.users == 0 and lifespan.fn is not None:
+        server.lifespan_context = await lifespan.enter(server)
+    lifespan.users += 1
     try:
         yield server
     finally:
-        server._lifespan_users -= 1
-        if server._lifespan_users == 0 and server.task_support is not None:
-            await server.task_support.shutdown()  # tasks running here stop, and their records say so
-        if server._lifespan_users == 0 and server._lifespan_stack is not None:
-            stack, server._lifespan_stack = server._lifespan_stack, None
-            with anyio.CancelScope(shield=True):
-                await stack.__aexit__(None, None, None)
-            server.lifespan_context = None
-        if server._lifespan_users == 0 and server.redis is not None:
-            with anyio.CancelScope(shield=True):  # this loop's Redis sockets close with it
-                await server.redis.aclose()
-        if server._lifespan_users == 0 and server.token_verifier is not None:
-            await _close_verifier(server.token_verifier)
+        lifespan.users -= 1
+        if lifespan.users == 0:
+            await _last_one_out(server, lifespan)
+
+
+async def _last_one_out(server: MCPServer, lifespan: SharedLifespan) -> None:
+    """The last user left: stop the tasks, leave the lifespan, close what this event loop opened."""
+    if server.task_support is not None:
+        await server.task_support.shutdown()  # tasks running here stop, and their records say so
+    if lifespan.is_open:
+        await lifespan.exit()
+        server.lifespan_context = None
+    redis = server.deployment.redis
+    if redis is not None:
+        with anyio.CancelScope(shield=True):  # this loop's Redis sockets close with it
+            await redis.aclose()
+    if server.token_verifier is not None:
+        await _close_verifier(server.token_verifier)
 
 
 async def _close_verifier(verifier: Any) -> None:
@@ -66,7 +101,7 @@ def serve(
 
         anyio.run(partial(serve_stdio, server, log_level=log_level))
     elif transport == "streamable-http":
-        from ..transports.http._app import serve_http
+        from ..transports.http import serve_http
 
         serve_http(server, log_level=log_level, **options)
     else:
@@ -75,7 +110,7 @@ def serve(
 
 def http_app(server: MCPServer, path: str, **options: Any) -> Any:
     """The ASGI app serving `server` at `path`, in Starlette's debug mode when the server asks for it."""
-    from ..transports.http._app import create_app
+    from ..transports.http import create_app
 
     app = create_app(server, path=path, **options)
     if server.debug:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._redis.bus import RedisSubscriptionBus
-    from ._redis.connection import StoreUnavailable
+    from ._redis.connection import RedisConnection, StoreUnavailable
     from ._redis.events import RedisEventStore
     from ._redis.replay import RedisReplayStore
     from ._redis.tasks import RedisTaskStore
@@ -29,6 +29,7 @@ _HOMES = {
     "InMemorySubscriptionBus": ".bus",
     "MemoryEventStore": ".events",
     "MemoryTaskStore": ".tasks",
+    "RedisConnection": "._redis.connection",
     "RedisEventStore": "._redis.events",
     "RedisReplayStore": "._redis.replay",
     "RedisSubscriptionBus": "._redis.bus",
@@ -45,6 +46,7 @@ __all__ = [
     "InMemorySubscriptionBus",
     "MemoryEventStore",
     "MemoryTaskStore",
+    "RedisConnection",
     "RedisEventStore",
     "RedisReplayStore",
     "RedisSubscriptionBus",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._redis.bus import RedisSubscriptionBus
 from ._redis.connection import RedisConnection
@@ -19,9 +19,19 @@ from ._redis.replay import RedisReplayStore
 from .sessions import RedisSessionStore
 
 if TYPE_CHECKING:
-    from ..server._facade import MCPServer
+    from ..sealing import RequestStateSecurity
 
-__all__ = ["RedisStores", "namespace_for", "redis_stores"]
+__all__ = ["Named", "RedisStores", "namespace_for", "redis_stores"]
+
+
+class Named(Protocol):
+    """What names a server's keys: its requestState audience, else its name (an `MCPServer` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def request_state_security(self) -> RequestStateSecurity: ...
 
 
 @dataclass
@@ -34,13 +44,13 @@ class RedisStores:
     tasks: Any
 
 
-def namespace_for(server: MCPServer) -> str:
+def namespace_for(server: Named) -> str:
     """`mcp-resolve:<audience or name>`, with anything but letters, digits, dot, dash and underscore as `-`."""
     name = server.request_state_security.audience or server.name
     return "mcp-resolve:" + re.sub(r"[^A-Za-z0-9._-]", "-", name)[:64]
 
 
-def redis_stores(url: str, server: MCPServer) -> RedisStores:
+def redis_stores(url: str, server: Named) -> RedisStores:
     connection = RedisConnection(url, prefix=namespace_for(server))
     tasks = None
     try:

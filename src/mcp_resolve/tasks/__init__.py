@@ -6,7 +6,7 @@ becomes the task's `input_required` status. `records` holds what a task is,
 `runner` runs its rounds, `methods` serves the wire. Stores live in
 `mcp_resolve.stores`.
 
-The extension sits on the core's hooks (`mcp_resolve.server._hooks`), which
+The extension sits on the core's hooks (`mcp_resolve.server.hooks`), which
 the core offers without importing it: loading this package registers it there
 (`import mcp_resolve` does), and every server then carries it. Only that
 registration loads with the package; the names below load on first use, and a
@@ -15,7 +15,7 @@ server whose tools never run as tasks never loads the rest.
 
 from typing import TYPE_CHECKING, Any
 
-from ..server._hooks import register_builtin
+from ..server.hooks import register_builtin
 from ._extension import install
 
 register_builtin(install)

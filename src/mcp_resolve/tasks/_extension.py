@@ -1,6 +1,6 @@
 """The tasks extension on one server: what it plugs into the core's hooks, and nothing it does yet.
 
-`install` runs as every `MCPServer` is built (`server/_hooks.py`): it adds
+`install` runs as every `MCPServer` is built (`server/hooks.py`): it adds
 `tasks/get`, `tasks/update` and `tasks/cancel` with `add_method`, as
 `extensions=` adds an extension's methods, and sets `server.task_support`,
 which the core hands `tools/call` of every tool registered with
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..context import Context
     from ..server import MCPServer
-    from ..server._hooks import RoundQuestioner
+    from ..server.hooks import RoundQuestioner
     from ..tools import Tool
     from .runner import TaskRunner
 

@@ -1,7 +1,7 @@
 """The task runner: each task's rounds as background work of this process, and the lease that shows it alive.
 
 A round is one ordinary run of the tool (`Tool.call`) with the questioner
-the core hands the extension (`server/_hooks.round_questioner`, the one a
+the core hands the extension (`server/hooks.round_questioner`, the one a
 2026-07-28 call's rounds use): the resolver engine is the same one a plain
 call uses. A round either finishes the task or stops at questions, which the
 task then holds as `input_required` with the round's plaintext question
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
     from ..resolve.run import RunObserver
     from ..server import MCPServer
-    from ..server._hooks import RoundQuestioner
+    from ..server.hooks import RoundQuestioner
     from ..tools import Tool
 
 __all__ = ["TaskRunner", "holder_of", "runner_of"]
@@ -111,7 +111,7 @@ def _store_of(spec: Any) -> TaskStore:
         return MemoryTaskStore()
     if isinstance(spec, TaskStore):
         return spec
-    from ..stores._sqlite.tasks import SqliteTaskStore
+    from ..stores import SqliteTaskStore
 
     return SqliteTaskStore(spec)  # a path
 

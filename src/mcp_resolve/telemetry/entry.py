@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from ..protocol.hooks import RequestWatch
     from ..protocol.jsonrpc import IncomingRequest
     from ..resolve.run import RunObserver
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
 INSTRUMENTATION_NAME = "mcp_resolve"
 
@@ -97,7 +97,7 @@ class Telemetry:
         self._server = weakref.ref(server)
         self.record_arguments = frozenset(record_arguments)
         self.record_questions = bool(record_questions)
-        self.methods = frozenset(getattr(server, "_handlers", ())) | _PROTOCOL_METHODS
+        self.methods = server.served_methods() | _PROTOCOL_METHODS
         self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(INSTRUMENTATION_NAME, __version__, meter_provider=meter_provider)
         self.operation_duration = instruments.operation_duration(meter)

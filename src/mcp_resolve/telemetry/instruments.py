@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from opentelemetry.metrics import CallbackOptions, Counter, Histogram, Meter, Observation
 
-    from ..server._facade import MCPServer
+    from ..server import MCPServer
 
 OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
 """The boundaries MCP's semantic conventions give `mcp.server.operation.duration`."""

@@ -105,11 +105,15 @@ def _start(
     target: str | None = None
     if method == "tools/call":
         attributes[OPERATION] = measured[OPERATION] = "execute_tool"
-        target = _target(params, TOOL_NAME, getattr(server, "_tools", {}), attributes, measured)
+        target = _target(
+            params, TOOL_NAME, server.registry.tools if server is not None else {}, attributes, measured
+        )
         if target is not None and target in telemetry.record_arguments:
             attributes[TOOL_ARGUMENTS] = clip(json_text(params.get("arguments")), MAX_ARGUMENTS)
     elif method == "prompts/get":
-        target = _target(params, PROMPT_NAME, getattr(server, "_prompts", {}), attributes, measured)
+        target = _target(
+            params, PROMPT_NAME, server.registry.prompts if server is not None else {}, attributes, measured
+        )
     elif method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
         uri = params.get("uri")
         if isinstance(uri, str):

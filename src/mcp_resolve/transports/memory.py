@@ -20,7 +20,7 @@ from ..protocol.jsonrpc import encode
 from ..protocol.session import Connection
 
 if TYPE_CHECKING:
-    from ..server._facade import MCPServer
+    from ._serves import ServedServer
 
 __all__ = ["MemoryPipe", "connect_in_memory"]
 
@@ -47,7 +47,7 @@ class MemoryPipe:
 
 
 @asynccontextmanager
-async def connect_in_memory(server: MCPServer) -> AsyncIterator[MemoryPipe]:
+async def connect_in_memory(server: ServedServer) -> AsyncIterator[MemoryPipe]:
     client_send, server_receive = anyio.create_memory_object_stream[bytes](math.inf)
     server_send, client_receive = anyio.create_memory_object_stream[dict[str, Any]](math.inf)
 

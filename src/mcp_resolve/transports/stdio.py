@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 import anyio.abc
@@ -27,7 +27,9 @@ from .._logs import configure_logging
 from ..errors import PARSE_ERROR
 from ..protocol.jsonrpc import encode, error_message
 from ..protocol.session import Connection, Sink
-from ..server._deployment import warn_local_claims
+
+if TYPE_CHECKING:
+    from ._serves import ServedServer
 
 __all__ = ["MAX_LINE_BYTES", "serve_stdio"]
 
@@ -90,7 +92,7 @@ def _claim_stdout() -> Iterator[BinaryIO]:
 
 
 async def serve_stdio(
-    server: Any,
+    server: ServedServer,
     stdin: BinaryIO | None = None,
     stdout: BinaryIO | None = None,
     *,
@@ -109,7 +111,7 @@ async def serve_stdio(
             settings = load_settings(log_level=log_level)
             configure_logging(settings.log_level)
             logger.debug("settings: %s", settings.described())
-        warn_local_claims(server)  # shared keys, claims in this process: the one start-up warning
+        server.deployment.warn_local_claims()  # shared keys, claims in this process: the one start-up warning
         with _claim_stdout() as protocol:
             await serve_stdio(server, stdin, protocol)
         return

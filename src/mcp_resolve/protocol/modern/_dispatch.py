@@ -35,8 +35,8 @@ from ._rounds import MULTI_ROUND_METHODS, BatchQuestioner, input_responses
 
 if TYPE_CHECKING:
     from ...resolve.run import Questioner
-    from ...server._facade import MCPServer
     from ..hooks import RequestWatch
+    from ..serves import ServesRequests
 
 __all__ = ["REMOVED_METHODS", "respond"]
 
@@ -47,7 +47,7 @@ REMOVED_METHODS = frozenset(
 
 
 async def respond(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     meta: dict[str, Any],
     sink: Sink,
@@ -96,7 +96,7 @@ async def respond(
 
 
 def _dispatch(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     meta: dict[str, Any],
@@ -129,7 +129,7 @@ async def _ready(result: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _through_middleware(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     meta: dict[str, Any],
@@ -171,7 +171,7 @@ async def _through_middleware(
 
 
 def _answer(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     principal: str | None,
@@ -191,7 +191,7 @@ def _answer(
 
 
 def request_scope(
-    server: MCPServer,
+    server: ServesRequests,
     request: IncomingRequest,
     params: dict[str, Any],
     meta: dict[str, Any],

@@ -28,7 +28,7 @@ from ...errors import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from ..extension_ids import check_declared_extensions
 
 if TYPE_CHECKING:
-    from ...server._facade import MCPServer
+    from ..serves import DescribesServer
 
 __all__ = ["CACHEABLE_METHODS", "check_envelope", "discover", "finish_result"]
 
@@ -75,7 +75,7 @@ def check_envelope(meta: dict[str, Any]) -> None:
         raise MCPError(INVALID_PARAMS, f"Invalid params: unknown log level {log_level!r} in _meta")
 
 
-def discover(server: MCPServer) -> dict[str, Any]:
+def discover(server: DescribesServer) -> dict[str, Any]:
     """The `server/discover` result: the versions this server speaks, its capabilities and instructions."""
     ttl_ms, scope = server.cache_hint("server/discover")
     result: dict[str, Any] = {
@@ -89,7 +89,7 @@ def discover(server: MCPServer) -> dict[str, Any]:
     return result
 
 
-def finish_result(server: MCPServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
+def finish_result(server: DescribesServer, method: str, result: dict[str, Any]) -> dict[str, Any]:
     """`result` as it goes out: its `resultType`, a cacheable method's hints and `serverInfo`, unless set."""
     result.setdefault("resultType", "complete")
     if method in CACHEABLE_METHODS and result["resultType"] == "complete":

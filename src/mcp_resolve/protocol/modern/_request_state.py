@@ -20,14 +20,14 @@ from ...sealing import StateBinding, UnsealedState, digest_arguments
 from ..single_use import SingleUse, claim_round
 
 if TYPE_CHECKING:
-    from ...server._facade import MCPServer
     from ..hooks import RequestWatch
+    from ..serves import SealsState
 
 __all__ = ["BindingOnce", "open_state", "seal_state", "state_binding"]
 
 
 def state_binding(
-    server: MCPServer, method: str, params: dict[str, Any], principal: str | None
+    server: SealsState, method: str, params: dict[str, Any], principal: str | None
 ) -> StateBinding:
     """What a state sealed for this request is bound to (and an echoed one checked against)."""
     if method == "resources/read":
@@ -48,7 +48,9 @@ class BindingOnce:
 
     __slots__ = ("_binding", "_request")
 
-    def __init__(self, server: MCPServer, method: str, params: dict[str, Any], principal: str | None) -> None:
+    def __init__(
+        self, server: SealsState, method: str, params: dict[str, Any], principal: str | None
+    ) -> None:
         self._request = (server, method, params, principal)
         self._binding: StateBinding | None = None
 
@@ -59,7 +61,7 @@ class BindingOnce:
 
 
 async def open_state(
-    server: MCPServer,
+    server: SealsState,
     method: str,
     params: dict[str, Any],
     binding_of: Callable[[], StateBinding],
@@ -112,7 +114,7 @@ async def open_state(
 
 
 async def _claim_state(
-    server: MCPServer,
+    server: SealsState,
     opened: UnsealedState,
     principal: str | None,
     params: dict[str, Any],
@@ -132,7 +134,7 @@ async def _claim_state(
 
 
 def seal_state(
-    server: MCPServer,
+    server: SealsState,
     binding_of: Callable[[], StateBinding],
     result: dict[str, Any],
     watch: RequestWatch | None = None,

@@ -27,14 +27,13 @@ from starlette.types import Receive, Scope, Send
 
 from ..._logs import configure_logging
 from ...errors import MCPError
-from ...server._deployment import check_state_keys
 from ...settings import load_settings
 from ._exchange.endpoint import StreamableHTTPEndpoint
 from ._wire.hosts import LOOPBACK_HOSTS
 from .options import HttpOptions
 
 if TYPE_CHECKING:
-    from ...server._facade import MCPServer
+    from .._serves import ServedServer
     from ._fleet.limits import ServerLimits
 
 __all__ = [
@@ -91,9 +90,10 @@ class StreamableHTTPApp(Starlette):
 
 async def health(endpoint: StreamableHTTPEndpoint, request: Request) -> Response:
     """For load balancers: 200 "ok" when this worker serves; 503 when a shared store it needs does not answer."""
-    if endpoint.server.redis is not None:
+    redis = endpoint.server.deployment.redis
+    if redis is not None:
         try:
-            await endpoint.server.redis.ping()
+            await redis.ping()
         except MCPError as exc:
             return PlainTextResponse(exc.message, status_code=503)
         if endpoint.fleet is not None and not endpoint.fleet.healthy():
@@ -101,7 +101,7 @@ async def health(endpoint: StreamableHTTPEndpoint, request: Request) -> Response
     return PlainTextResponse("ok")
 
 
-def create_app(server: MCPServer, *, path: str = "/mcp", **options: Any) -> StreamableHTTPApp:
+def create_app(server: ServedServer, *, path: str = "/mcp", **options: Any) -> StreamableHTTPApp:
     """A Starlette app serving `server` at `path`; options are `HttpOptions` fields.
 
     `allowed_hosts` and `allowed_origins` not passed here come from
@@ -157,7 +157,7 @@ def _stream_room(options: dict[str, Any], limits: ServerLimits) -> int:
 
 
 def serve_http(
-    server: MCPServer,
+    server: ServedServer,
     *,
     host: str | None = None,
     port: int | None = None,
@@ -186,7 +186,7 @@ def serve_http(
     path = settings.path if path is None else path
     level = configure_logging(settings.log_level)
     logger.debug("settings: %s", settings.described())
-    check_state_keys(server, workers)
+    server.deployment.check(workers)
     # Here, not at the top: the limits module loads uvicorn's httptools protocol, which an app
     # mounted in another ASGI app never needs.
     from ._fleet.limits import ServerLimits, uvicorn_options

@@ -40,7 +40,7 @@ from .prm import metadata_url
 if TYPE_CHECKING:
     from ....auth.tokens import AuthSettings, TokenVerifier
     from ....protocol.jsonrpc import Incoming
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
 
 __all__ = ["MAX_AUTHORIZATION_BYTES", "AuthenticatedUser", "BearerCheck"]
 
@@ -83,7 +83,7 @@ def _quoted(value: str) -> str:
 class BearerCheck:
     """Authenticates requests of one protected server and builds its challenges."""
 
-    def __init__(self, server: MCPServer) -> None:
+    def __init__(self, server: ServedServer) -> None:
         settings, verifier = server.auth, server.token_verifier
         if settings is None or verifier is None:
             raise ValueError("BearerCheck needs a server built with token_verifier= and auth=")

@@ -21,7 +21,7 @@ from .._wire.responses import json_response
 
 if TYPE_CHECKING:
     from ....auth.tokens import AuthSettings
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
 
 __all__ = ["WELL_KNOWN", "metadata_document", "metadata_paths", "metadata_routes", "metadata_url"]
 
@@ -48,7 +48,7 @@ def metadata_paths(settings: AuthSettings, mount_path: str | None = None) -> lis
     return list(dict.fromkeys(paths))
 
 
-def metadata_document(server: MCPServer, settings: AuthSettings) -> dict[str, Any]:
+def metadata_document(server: ServedServer, settings: AuthSettings) -> dict[str, Any]:
     """The RFC 9728 document. `scopes_supported` is `required_scopes`: the minimal set the spec asks
     for, with anything more (a tool's `scopes=`) obtained by step-up when a 403 names it."""
     document: dict[str, Any] = {
@@ -67,7 +67,7 @@ def metadata_document(server: MCPServer, settings: AuthSettings) -> dict[str, An
 class _MetadataEndpoint:
     """GET (and HEAD) answer the document; anything else is 405. The body is made once."""
 
-    def __init__(self, server: MCPServer, settings: AuthSettings) -> None:
+    def __init__(self, server: ServedServer, settings: AuthSettings) -> None:
         self.response = json_response(
             200, metadata_document(server, settings), {"cache-control": "public, max-age=3600"}
         )
@@ -81,7 +81,7 @@ class _MetadataEndpoint:
         )
 
 
-def metadata_routes(server: MCPServer, mount_path: str | None = None) -> list[Route]:
+def metadata_routes(server: ServedServer, mount_path: str | None = None) -> list[Route]:
     """Starlette routes serving the document of a protected `server`.
 
     `create_app` adds them to its own app. When you mount that app under a
@@ -91,7 +91,7 @@ def metadata_routes(server: MCPServer, mount_path: str | None = None) -> list[Ro
     settings = server.auth
     if settings is None:
         raise ValueError(
-            "this server is not protected: MCPServer(token_verifier=..., auth=AuthSettings(...))"
+            "this server is not protected: ServedServer(token_verifier=..., auth=AuthSettings(...))"
         )
     app = CORSMiddleware(
         _MetadataEndpoint(server, settings),

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
     from .._exchange.exchange import Exchange
     from .._wire.headers import RequestHeaders
     from ..options import HttpOptions
@@ -45,7 +45,7 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
     set on the server after it was (from command-line options, say).
     """
 
-    def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+    def __init__(self, server: ServedServer, options: HttpOptions) -> None:
         check_protection(server.token_verifier, server.auth)
         super().__init__(server, options)
         self.bearer = BearerCheck(server)

@@ -59,7 +59,7 @@ from .exchange import Exchange
 from .sessions import Session, Sessions
 
 if TYPE_CHECKING:
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
 
 __all__ = ["StreamableHTTPEndpoint"]
 
@@ -119,7 +119,7 @@ def _store_down(exc: MCPError) -> Response:
 class StreamableHTTPEndpoint:
     """The MCP endpoint as a bare ASGI app; `create_app` routes it and gives it a lifespan."""
 
-    def __init__(self, server: MCPServer, options: HttpOptions) -> None:
+    def __init__(self, server: ServedServer, options: HttpOptions) -> None:
         self.server = server
         self.options = options
         self.hosts = HostPolicy(options.allowed_hosts)
@@ -134,8 +134,9 @@ class StreamableHTTPEndpoint:
         idle = options.session_idle_timeout
         sweeper = None if idle is None else partial(self.sessions.sweep_every, min(60.0, max(idle / 2, 1.0)))
         self.fleet: SessionFleet | None = None
-        if server.session_store is not None:  # sessions any worker serves (_fleet.sessions)
-            self.fleet = SessionFleet(server, self.sessions, server.session_store)
+        session_store = server.deployment.session_store
+        if session_store is not None:  # sessions any worker serves (_fleet.sessions)
+            self.fleet = SessionFleet(server, self.sessions, session_store)
             sweeper = partial(_together, sweeper, self.fleet.run)
         self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper, self.streams.stop)
 
@@ -388,8 +389,9 @@ class StreamableHTTPEndpoint:
 
         exchange.headers_of = commit_headers
         exchange.on_disconnect = lambda asked: fail_questions(session.connection, asked)
-        if self.server.event_store is not None and not fresh:
-            make_resumable(exchange, self.server.event_store, session, message.id, self.options)
+        events = self.server.deployment.event_store
+        if events is not None and not fresh:
+            make_resumable(exchange, events, session, message.id, self.options)
         await exchange.run(answer(), receive, send)
 
     # -- GET and DELETE ----------------------------------------------------------------------

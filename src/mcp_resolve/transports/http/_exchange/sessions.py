@@ -23,14 +23,14 @@ from ...._concurrency import cancel_scope
 from ....protocol.session import Connection
 
 if TYPE_CHECKING:
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
 
 __all__ = ["Session", "Sessions"]
 
 
 class Session:
     def __init__(
-        self, server: MCPServer, principal: str | None, client: str, clock: Callable[[], float]
+        self, server: ServedServer, principal: str | None, client: str, clock: Callable[[], float]
     ) -> None:
         self.id = secrets.token_urlsafe(32)
         self.principal = principal
@@ -117,7 +117,7 @@ class Sessions:
             self.on_evicted(evicted)
         return True
 
-    def new(self, server: MCPServer, principal: str | None, client: str) -> Session:
+    def new(self, server: ServedServer, principal: str | None, client: str) -> Session:
         """A session that exists only once `add`ed (after its `initialize` succeeded)."""
         session = Session(server, principal, client, self.clock)
         session.connection.question_timeout = self.question_timeout

@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ....server._deployment import check_state_keys, process_local_stores
 from .workers import serving_processes
 
 if TYPE_CHECKING:
-    from ....server._facade import MCPServer
+    from ..._serves import ServedServer
 
 __all__ = ["AppLifespan", "server_stopping"]
 
@@ -55,7 +54,7 @@ class AppLifespan:
 
     def __init__(
         self,
-        server: MCPServer,
+        server: ServedServer,
         on_exit: Callable[[], None],
         background: Callable[[], Coroutine[Any, Any, None]] | None = None,
         on_stopping: Callable[[], None] | None = None,
@@ -74,9 +73,10 @@ class AppLifespan:
     async def __call__(self, _app: Any = None) -> AsyncIterator[None]:
         # Workers of `uvicorn --workers N`, gunicorn or hypercorn are found here, in each worker.
         # Counting siblings costs a walk of /proc: only when the answer could refuse the fleet.
-        ephemeral = self.server.request_state_security.is_ephemeral
-        counted = ephemeral or process_local_stores(self.server) or self.server.session_store is None
-        check_state_keys(self.server, serving_processes() if counted else 1)
+        deployment = self.server.deployment
+        ephemeral = deployment.request_state_security.is_ephemeral
+        counted = ephemeral or deployment.process_local_stores() or deployment.session_store is None
+        deployment.check(serving_processes() if counted else 1)
         async with self.server.running(), anyio.create_task_group() as group:
             if self.background is not None:
                 group.start_soon(self.background)

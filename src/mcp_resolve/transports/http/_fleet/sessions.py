@@ -46,8 +46,8 @@ from ....protocol.jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from ....server._facade import MCPServer
     from ....stores.sessions import SessionStore
+    from ..._serves import ServedServer
     from .._exchange.sessions import Session, Sessions
 
 __all__ = ["SessionFleet", "plausible_session_id"]
@@ -96,7 +96,7 @@ def _apply(session: Session, record: dict[str, Any]) -> None:
 class SessionFleet:
     """The bridge between this worker's `Sessions` table and the fleet's `SessionStore`."""
 
-    def __init__(self, server: MCPServer, sessions: Sessions, store: SessionStore) -> None:
+    def __init__(self, server: ServedServer, sessions: Sessions, store: SessionStore) -> None:
         self.server = server
         self.sessions = sessions
         self.store = store
@@ -249,13 +249,7 @@ class SessionFleet:
     def _lost(self) -> None:
         """The session channel dropped: answers broadcast meanwhile are gone, so the questions waiting fail now."""
         for session in list(self._by_digest.values()):
-            connection = session.connection
-            for request_id in list(connection._waiting):
-                error = {
-                    "code": INTERNAL_ERROR,
-                    "message": "session store unavailable: the answer could not be routed",
-                }
-                connection.deliver_response(IncomingResponse(request_id, None, error))
+            session.connection.fail_questions("session store unavailable: the answer could not be routed")
 
     def check_can_ask(self) -> None:
         """Before a question goes out: its answer may reach another worker, so the channel must be up."""
@@ -277,9 +271,7 @@ class SessionFleet:
             if (result is None or isinstance(result, dict)) and (error is None or isinstance(error, dict)):
                 session.connection.deliver_response(IncomingResponse(request_id, result, error))
         elif kind == "cancel" and is_request_id(request_id):
-            scope = session.connection._in_flight.get(request_id)
-            if scope is not None:
-                scope.cancel()
+            session.connection.cancel_request(request_id)
         elif kind == "close":
             self.forget(session)
         elif kind == "reload":

@@ -142,7 +142,7 @@ async def get_stream(
 
     It ends, cleanly, once `stopping` is set (the server shuts down).
     """
-    store, state = endpoint.server.event_store, session.connection.handshake
+    store, state = endpoint.server.deployment.event_store, session.connection.handshake
     ping, fleet = endpoint.options.sse_ping_interval, endpoint.fleet
     if store is None or state is None or state.protocol_version < RESUMABLE_FROM:
         await standalone_stream(session, receive, send, ping, fleet=fleet, stopping=stopping)

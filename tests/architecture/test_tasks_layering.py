@@ -1,6 +1,6 @@
 """The tasks extension sits on the core's hooks, never under the core: the import rules, read from the source.
 
-The core (`tools.py`, `server/`, `protocol/`) offers hooks (`server/_hooks.py`)
+The core (`tools.py`, `server/`, `protocol/`) offers hooks (`server/hooks.py`)
 and imports nothing of `mcp_resolve.tasks`, not even for type checking; the
 extension speaks no protocol era of its own (no `protocol.modern`, at module
 or function level), and reads the core through public accessors, never
@@ -24,10 +24,11 @@ from pathlib import Path
 import pytest
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
+from conftest import ROOT
 from mcp_resolve import Client, MCPError, MCPServer
 from mcp_resolve.tasks import TASKS_EXTENSION
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+SRC = ROOT / "src"
 PACKAGE = SRC / "mcp_resolve"
 MODERN = "2026-07-28"
 
