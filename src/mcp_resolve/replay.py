@@ -17,7 +17,7 @@ a lost answer gets that answer back instead of a refusal. Kept answers are
 bounded in bytes each and, in memory, in count and bytes overall; dropping
 one only turns a retry's receipt into an error, never into a second run.
 
-Claims themselves are bounded in count (`max_claims`, a million by default):
+Claims themselves are bounded in count (`max_claims`, 200,000 by default):
 expired ones are purged first, and a store still full refuses a NEW claim
 (`ReplayStoreFull`, so the round fails closed with -32603 and runs
 nothing). An unexpired claim is never evicted to make room: that would make

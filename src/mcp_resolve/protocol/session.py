@@ -337,6 +337,12 @@ class Connection:
         except Exception as exc:
             return failure_message(request, exc)
 
+    def spread_request_ids(self) -> None:
+        """Number our own requests from a random point: a session several workers serve (a fleet)
+        must not have two of them send a question under the same id."""
+        if self._last_request_id < 1 << 20:
+            self._last_request_id = secrets.randbelow(1 << 40) << 12
+
     async def send_request(self, method: str, params: dict[str, Any], sink: Sink) -> dict[str, Any]:
         """Ask the client something mid-call (handshake era) and wait for its answer."""
         self._last_request_id = request_id = self._last_request_id + 1

@@ -15,7 +15,7 @@ same result as the general one (tests/resolve/test_resolve_straight.py and the
 concurrency tests pin that down): a straight plan (each resolver needing the
 one before) is walked in order with no bookkeeping; while exactly one resolver
 can run it is awaited in place, with no task; otherwise resolvers run as tasks
-of a task set (`mcp_resolve.concurrency`), the general run that either of the
+of a task set (`mcp_resolve._concurrency`), the general run that either of the
 other two hands over to as soon as its condition stops holding. What the two
 save: docs/performance.md.
 

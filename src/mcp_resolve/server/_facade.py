@@ -411,7 +411,7 @@ class MCPServer:
         As in the official SDK, it gets a `PromptReference | ResourceTemplateReference`,
         a `CompletionArgument` and a `CompletionContext | None`, and returns a
         `Completion` or None; annotated with `dict` and `Context`, it gets the
-        request's dicts and the Context instead (`completion.py`).
+        request's dicts and the Context instead (`_completion.py`).
         """
 
         def register(fn: F) -> F:
@@ -590,7 +590,7 @@ class MCPServer:
         """Call a tool in this process, with no client and no transport: for unit tests.
 
         The official SDK's `MCPServer.call_tool`, same signature and outcomes, so a
-        test suite moves across unchanged; `mcp_resolve.direct` says what it does.
+        test suite moves across unchanged; `server/_direct.py` says what it does.
         """
         tools = self.registry.tools
         tool = tools.get(name)

@@ -3,7 +3,7 @@
 Each handler takes the server, the request's params and its Context, and
 returns the result as a wire dict (or raises MCPError). Handlers are era-free:
 `protocol/` has already chosen the era and finishes what they return. They
-live apart from `server.py` because they are how a request is served, not
+live apart from `_facade.py` because they are how a request is served, not
 what a server is: the facade only keeps the table (`serves`, `add_method`,
 `handler`). `tasks/*` are not here: the tasks extension adds them, and takes
 over the calls of task-supporting tools (`server.task_support`, `hooks`).

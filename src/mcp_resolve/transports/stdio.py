@@ -100,7 +100,7 @@ async def serve_stdio(
 ) -> None:
     """Serve `server` over this process's stdin/stdout until stdin closes.
 
-    Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve.logs`).
+    Logs go to stderr at `log_level`, else MCP_RESOLVE_LOG_LEVEL, else INFO (`mcp_resolve._logs`).
     """
     if stdout is None:
         if log_level is None and not settings_in_environment():

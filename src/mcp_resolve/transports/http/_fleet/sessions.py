@@ -31,7 +31,6 @@ import asyncio
 import hashlib
 import logging
 import re
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from ....errors import INTERNAL_ERROR, MCPError
@@ -122,10 +121,7 @@ class SessionFleet:
         if len(self._by_digest) > 2 * len(self.sessions) + 64:  # forget sessions closed locally (idle sweeps)
             self._by_digest = {d: s for d, s in self._by_digest.items() if not s.closed.is_set()}
         self._by_digest[_digest(session.id)] = session
-        connection = session.connection
-        if connection._last_request_id < 1 << 20:
-            # Questions to the client get ids no other worker will use for this session.
-            connection._last_request_id = secrets.randbelow(1 << 40) << 12
+        session.connection.spread_request_ids()  # questions get ids no other worker uses for this session
 
     async def opened(self, session: Session) -> None:
         """A new session: saved before its id is sent, so its next request may go to any worker."""
