@@ -24,6 +24,7 @@ from starlette.authentication import BaseUser
 from starlette.responses import Response
 
 from ....auth.tokens import (
+    DEFAULT_LEEWAY_S,
     AccessToken,
     check_leeway,
     expand_scopes,
@@ -98,12 +99,10 @@ class BearerCheck:
             ) from None
         self.required = tuple(settings.required_scopes or ())
         self._hierarchy = settings.scope_hierarchy
-        # The expiry check below goes by the verifier's clock-skew allowance, so both agree; a
-        # verifier that declares none gets none: its own word on expiry is not loosened here.
-        try:
-            self._leeway_s = check_leeway(getattr(verifier, "leeway_s", 0))
+        try:  # the expiry check below goes by the verifier's clock-skew allowance, so both agree
+            self._leeway_s = check_leeway(getattr(verifier, "leeway_s", DEFAULT_LEEWAY_S))
         except ValueError:
-            self._leeway_s = 0
+            self._leeway_s = DEFAULT_LEEWAY_S
 
     # -- challenges ----------------------------------------------------------------------
     def challenge(
