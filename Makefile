@@ -89,7 +89,7 @@ pytest: $(STAMP) $(CLIENTS_NODE_STAMP) $(SYSTEM_STAMP)
 # Redis (tests/conftest.py fails an unmarked test that starts one). Under a minute; `make test` is
 # the gate.
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not slow"
+	$(VENV)/bin/pytest -q -n 2 -m "not slow"
 
 # The official MCP conformance harness against examples/everything, both wires.
 conformance: $(STAMP) $(NODE_STAMP)
