@@ -15,6 +15,8 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 - `_completion`: the `@mcp.completion()` handler.
 """
 
+from ._deployment import Deployment
 from ._facade import MCPServer
+from ._registry import Registry
 
-__all__ = ["MCPServer"]
+__all__ = ["Deployment", "MCPServer", "Registry"]
