@@ -16,6 +16,8 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 - `hooks` (public): where the extensions built into every server (tasks) plug in; the core never imports them.
 """
 
+from ._deployment import Deployment
 from ._facade import MCPServer
+from ._registry import Registry
 
-__all__ = ["MCPServer"]
+__all__ = ["Deployment", "MCPServer", "Registry"]
