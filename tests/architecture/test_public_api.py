@@ -116,7 +116,7 @@ def test_an_old_module_path_still_imports_with_a_deprecation_warning(old: str) -
         assert getattr(module, name) is getattr(new, name)
 
 
-if __name__ == "__main__":  # regenerate the snapshot after adding a public name on purpose
+if __name__ == "__main__":  # after adding a public name on purpose: PYTHONPATH=tests python this_file.py
     lines = ["# Public names, package:name; tests/architecture/test_public_api.py keeps them importable."]
     for package, names in current().items():
         lines += [f"{package}:{name}" for name in names]
