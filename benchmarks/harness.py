@@ -289,7 +289,7 @@ def http_transport(url: str) -> Any:
 
 
 def has_our_http() -> bool:
-    return (ROOT / "src" / "mcp_resolve" / "transports" / "http.py").exists()
+    return (ROOT / "src" / "mcp_resolve" / "transports" / "http" / "__init__.py").exists()
 
 
 # -- the person answering the refund desk ----------------------------------------------------

@@ -343,7 +343,7 @@ async def run_all(
     results["idle_rss_mb"] = await startup.measure_idle_memory(frameworks, sizes.reps, log)
     transports = set(args.transports)
     if "http" in transports and not harness.has_our_http() and any(f.name == "ours" for f in frameworks):
-        print("note: src/mcp_resolve/transports/http/_app.py does not exist yet; skipping HTTP", file=sys.stderr)
+        print("note: src/mcp_resolve/transports/http/ does not exist yet; skipping HTTP", file=sys.stderr)
         transports.discard("http")
     scenarios = [s for s in SCENARIOS if s.transport in transports]
     results["scenarios"] = []
