@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AnyHttpUrl, AnyUrl, BaseModel, ConfigDict, Field
 
-from .tokens import AccessToken
+from .tokens import AccessToken, AuthSettings, TokenVerifier
 
 __all__ = [
     "AccessToken",
@@ -35,6 +35,7 @@ __all__ = [
     "AuthorizationParams",
     "AuthorizeError",
     "ClientRegistrationOptions",
+    "ConfiguresProtection",
     "OAuthAuthorizationServerProvider",
     "OAuthClientInformationFull",
     "OAuthClientMetadata",
@@ -378,3 +379,14 @@ class ProviderTokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         return await self.provider.load_access_token(token)
+
+
+@runtime_checkable
+class ConfiguresProtection(Protocol):
+    """A provider that knows its own protection: the verifier of the tokens it issues, and the settings.
+
+    `MCPServer(auth_server_provider=p)` with no `auth=` asks `p.protection()`
+    (`OAuthProxy` answers it from its `base_url`); a provider without it needs `auth=`.
+    """
+
+    def protection(self) -> tuple[TokenVerifier, AuthSettings]: ...
