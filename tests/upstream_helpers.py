@@ -10,6 +10,9 @@ consents as soon as the interaction page is fetched: `account` (default "alice")
 authorization request's `login_hint` names. `Upstream.faults({...})` makes chosen endpoints slow,
 failing or trickling, for the tests of an upstream that misbehaves.
 
+`DocumentServer` serves Client ID Metadata Documents (or anything hostile in their place) over real
+HTTP on loopback (uvicorn, `http_helpers.http_server`), and counts the requests for each path.
+
 `follow_login(url, redirect_uri)` plays the browser: it fetches the authorization URL and follows
 the redirects with cookies, over loopback only, until the redirect to `redirect_uri`, and returns
 that URL's query parameters.
@@ -22,9 +25,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urljoin, urlsplit
 
@@ -32,9 +36,13 @@ import anyio
 import httpx
 import pytest
 
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from http_helpers import http_server
 from oidc_helpers import NODE_DIR
 
-__all__ = ["Upstream", "follow_login", "upstream_provider"]
+__all__ = ["Answer", "DocumentServer", "Upstream", "follow_login", "upstream_provider"]
 
 LAUNCHER = NODE_DIR / "upstream_server.mjs"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
@@ -178,3 +186,80 @@ async def follow_login(url: str, redirect_uri: str, *, max_redirects: int = 12) 
             if (parts.scheme, parts.hostname, parts.path) == (target.scheme, target.hostname, target.path):
                 return dict(parse_qsl(parts.query, keep_blank_values=True))
     raise AssertionError(f"no redirect back to {redirect_uri} within {max_redirects} hops")
+
+
+@dataclass
+class Answer:
+    """What `DocumentServer` answers for one path."""
+
+    body: bytes | Mapping[str, Any] | list[Any] = b""
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    drip_s: float | None = None
+    """Send the body one byte at a time, this many seconds apart (no Content-Length)."""
+
+
+@dataclass
+class DocumentServer:
+    """HTTP on loopback answering each path as `answers` says (404 otherwise); `hits` counts requests."""
+
+    answers: dict[str, Answer] = field(default_factory=dict)
+    hits: Counter[str] = field(default_factory=Counter)
+    hosts: list[str] = field(default_factory=list)
+    """The Host header of every request, in order."""
+    url: str = ""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        self.hits[request.url.path] += 1
+        self.hosts.append(request.headers.get("host", ""))
+        answer = self.answers.get(request.url.path)
+        response: Response
+        if answer is None:
+            response = Response(b"not here", status_code=404)
+        else:
+            body = answer.body if isinstance(answer.body, bytes) else json.dumps(answer.body).encode()
+            headers = {"content-type": "application/json", **answer.headers}
+            if answer.drip_s is None:
+                response = Response(body, status_code=answer.status, headers=headers)
+            else:
+                delay = answer.drip_s
+
+                async def drip() -> AsyncIterator[bytes]:
+                    for byte in body:
+                        yield bytes([byte])
+                        await anyio.sleep(delay)
+
+                response = StreamingResponse(drip(), status_code=answer.status, headers=headers)
+        await response(scope, receive, send)
+
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[str]:
+        """Serve until the block ends; yields `http://127.0.0.1:PORT`."""
+        async with http_server(self, graceful=0.5) as url:
+            self.url = url.rstrip("/")
+            yield self.url
+
+    def document(self, path: str, **fields: Any) -> str:
+        """Serve a valid metadata document at `path` (fields override); its URL, the client_id."""
+        client_id = f"{self.url}{path}"
+        body = {
+            "client_id": client_id,
+            "client_name": "Example MCP Client",
+            "redirect_uris": ["http://127.0.0.1:3000/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+            **fields,
+        }
+        headers = body.pop("_headers", {})
+        self.answers[path] = Answer({k: v for k, v in body.items() if v is not None}, headers=headers)
+        return client_id
