@@ -35,7 +35,6 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import anyio
 import httpx
 import pytest
-
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 

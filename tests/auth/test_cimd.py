@@ -63,7 +63,10 @@ async def test_a_document_becomes_a_public_client() -> None:
     assert client.grant_types == ["authorization_code", "refresh_token"]
     assert client.application_type == "native" and client.scope == "mcp:read"
     # the document's redirect URIs are the ones checked (RFC 8252: a loopback one with any port)
-    assert str(client.validate_redirect_uri("http://127.0.0.1:4711/callback")) == "http://127.0.0.1:4711/callback"
+    assert (
+        str(client.validate_redirect_uri("http://127.0.0.1:4711/callback"))
+        == "http://127.0.0.1:4711/callback"
+    )
     with pytest.raises(AuthorizeError):
         client.validate_redirect_uri("https://evil.example/callback")
 
