@@ -281,7 +281,7 @@ class OAuthProxy:
             redirect_uri=record["redirect_uri"],
             scopes=tuple(record["scopes"]),
             resource=record.get("resource"),
-            upstream=self.upstream_config.display_name,
+            upstream=self.upstream_config.label,
         )
 
     async def decide(self, txn: str, approve: bool) -> str:
@@ -311,7 +311,7 @@ class OAuthProxy:
             logger.warning("upstream unavailable at authorization: %s", exc)
             raise PageError(
                 "Sign-in unavailable",
-                f"{self.upstream_config.display_name} cannot be reached right now. Try again later.",
+                f"{self.upstream_config.label} cannot be reached right now. Try again later.",
                 status=503,
             ) from None
 
@@ -335,7 +335,7 @@ class OAuthProxy:
             return self._client_redirect(
                 record,
                 error="temporarily_unavailable" if exc.kind == "unreachable" else "access_denied",
-                error_description=f"{self.upstream_config.display_name} sign-in failed",
+                error_description=f"{self.upstream_config.label} sign-in failed",
             )
         grant = Grant(
             grant_id=secrets.token_urlsafe(16),
@@ -367,9 +367,8 @@ class OAuthProxy:
         return self._client_redirect(record, code=code_value)
 
     def _selected_claims(self, identity: UpstreamIdentity) -> dict[str, Any]:
-        every = identity.to_claims()
-        kept = {"idp", "sub"} | set(self.claims)
-        return {name: value for name, value in every.items() if name in kept or name == "provider"}
+        kept = {"upstream", "upstream_sub", *self.claims}
+        return {name: value for name, value in identity.to_claims().items() if name in kept}
 
     def _client_redirect(self, record: dict[str, Any], **params: str | None) -> str:
         return construct_redirect_uri(record["redirect_uri"], **params, state=record.get("state"), iss=self.issuer)
@@ -456,11 +455,11 @@ class OAuthProxy:
         """A fresh upstream access token for the grant `token` belongs to, refreshed upstream when due."""
         gid = (token.claims or {}).get("gid")
         if not isinstance(gid, str) or await self.grants.get(gid) is None:
-            raise UpstreamError("this access token has no live grant at the proxy", kind="refused")
+            raise UpstreamError("refused", "this access token has no live grant at the proxy")
         for _attempt in range(50):
             record = await self.state.get(f"upstream:{gid}")
             if record is None:
-                raise UpstreamError("the upstream tokens of this grant are gone", kind="refused")
+                raise UpstreamError("refused", "the upstream tokens of this grant are gone")
             expires_at = record.get("expires_at")
             if expires_at is None or expires_at - _REFRESH_MARGIN_S > time.time() or not record.get("refresh_token"):
                 return UpstreamToken(record["access_token"], expires_at, record.get("scope"))
@@ -481,7 +480,7 @@ class OAuthProxy:
                 finally:
                     await self.state.delete(f"refreshing:{gid}")
             await anyio.sleep(0.1)
-        raise UpstreamError("the upstream token is being refreshed elsewhere and did not arrive", kind="unreachable")
+        raise UpstreamError("unreachable", "the upstream token is being refreshed elsewhere and did not arrive")
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
