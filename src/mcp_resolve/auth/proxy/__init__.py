@@ -1,0 +1,1 @@
+"""OAuthProxy: sign in with the identity provider you already have."""
