@@ -1,1 +1,1 @@
-"""Sign in with an upstream identity provider (GitHub, Google, Entra ID, any OpenID provider): the OAuth proxy."""
+"""OAuthProxy: sign in with the identity provider you already have."""
