@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from ....auth.proxy import (
+from .....auth.proxy import (
     BROWSER_COOKIE,
     REMEMBER_COOKIE,
     ConsentFlow,
@@ -32,7 +32,7 @@ from ....auth.proxy import (
     render_consent,
     render_error,
 )
-from .._wire.body import ClientGone, read_body
+from ..._wire.body import ClientGone, read_body
 
 __all__ = ["SECURITY_HEADERS", "consent_routes"]
 
