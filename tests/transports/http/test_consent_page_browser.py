@@ -1,8 +1,8 @@
 """The consent page in a real browser: Debian's Chromium, headless, driven by Playwright.
 
-A uvicorn app on loopback serves `consent_routes` over a small `ConsentFlow` written here (pending
-transactions in a dict; approving sends the browser to an "upstream" page, denying to the client's
-redirect URI with `access_denied`), both landing pages on a second loopback server. The browser
+A uvicorn app on loopback serves `consent_routes` over a small `ConsentFlow` in memory
+(tests/consent_helpers.py: approving sends the browser to an "upstream" page, denying to the
+client's redirect URI with `access_denied`), both landing pages on a second loopback server. The browser
 shows the page, approves and denies, and is refused when the form comes from elsewhere: a token
 copied into another browser, a missing token, a form on another site or another port posting by
 itself. An approval is remembered when the guard allows it and not otherwise, and a hostile client
@@ -12,9 +12,8 @@ name runs nothing. The same tests can be pointed at the real OAuthProxy: they ne
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -26,6 +25,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse
 from starlette.routing import Route
 
 from browser_helpers import chromium_browser, new_context
+from consent_helpers import MemoryConsentFlow
 from http_helpers import serving
 from mcp_resolve.auth.proxy import ConsentGuard, ConsentView
 from mcp_resolve.transports.http._auth.authorization_server._consent_page import consent_routes
@@ -42,38 +42,11 @@ def anyio_backend() -> str:
 
 
 @dataclass
-class Flow:
-    """A `ConsentFlow` in memory: what the proxy does around the page, reduced to its outcome."""
-
-    consent: ConsentGuard
-    landing: str = ""
-    pending: dict[str, ConsentView] = field(default_factory=dict)
-    decided: list[tuple[str, bool]] = field(default_factory=list)
-
-    def start(self, view: ConsentView) -> str:
-        txn = secrets.token_urlsafe(16)
-        self.pending[txn] = view
-        return txn
-
-    async def consent_view(self, txn: str) -> ConsentView | None:
-        return self.pending.get(txn)
-
-    async def decide(self, txn: str, approve: bool) -> str:
-        view = self.pending.pop(txn, None)
-        if view is None:
-            raise LookupError(txn)
-        self.decided.append((txn, approve))
-        if approve:
-            return f"{self.landing}/upstream/authorize?{urlencode({'state': txn})}"
-        return f"{view.redirect_uri}?{urlencode({'error': 'access_denied', 'state': 'client-state'})}"
-
-
-@dataclass
 class Site:
     consent: str  # the consent server, http://127.0.0.1:PORT
     other: str  # the landing pages and the attacker's, another port
-    remembering: Flow
-    forgetting: Flow
+    remembering: MemoryConsentFlow
+    forgetting: MemoryConsentFlow
 
     def view(self, **changes: Any) -> ConsentView:
         fields: dict[str, Any] = {
@@ -87,7 +60,7 @@ class Site:
         fields.update(changes)
         return ConsentView(**fields)
 
-    def page(self, flow: Flow, txn: str) -> str:
+    def page(self, flow: MemoryConsentFlow, txn: str) -> str:
         path = "/consent" if flow is self.remembering else "/consent-off"
         return f"{self.consent}{path}?{urlencode({'txn': txn})}"
 
@@ -115,8 +88,8 @@ async def _frame(request: Request) -> HTMLResponse:
 
 @pytest.fixture(scope="module")
 def site() -> Iterator[Site]:
-    remembering = Flow(ConsentGuard(SECRET))
-    forgetting = Flow(ConsentGuard(SECRET, remember=False))
+    remembering = MemoryConsentFlow(ConsentGuard(SECRET))
+    forgetting = MemoryConsentFlow(ConsentGuard(SECRET, remember=False))
     consent_app = Starlette(
         routes=[*consent_routes(remembering), *consent_routes(forgetting, "/consent-off")]
     )
