@@ -268,15 +268,17 @@ TokenErrorCode = Literal[
 ]
 
 
-@dataclass(frozen=True)
+@dataclass
 class RegistrationError(Exception):
     """`/register` answers 400 with this `error` (RFC 7591 §3.2.2)."""
 
     error: RegistrationErrorCode
     error_description: str | None = None
 
+    # Not frozen: raising an exception sets its __traceback__, which a frozen dataclass refuses.
 
-@dataclass(frozen=True)
+
+@dataclass
 class AuthorizeError(Exception):
     """`/authorize` sends the person back to the client with this `error` (RFC 6749 §4.1.2.1),
     or shows it when there is no redirect URI it may trust."""
@@ -285,7 +287,7 @@ class AuthorizeError(Exception):
     error_description: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass
 class TokenError(Exception):
     """`/token` answers 400 (401 for `invalid_client`) with this `error` (RFC 6749 §5.2)."""
 
@@ -364,7 +366,7 @@ def construct_redirect_uri(redirect_uri_base: str, **params: str | None) -> str:
     parts = urlsplit(redirect_uri_base)
     query = parse_qsl(parts.query, keep_blank_values=True)
     query.extend((name, value) for name, value in params.items() if value is not None)
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
 class ProviderTokenVerifier:

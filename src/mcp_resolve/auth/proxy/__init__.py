@@ -1,5 +1,4 @@
-"""The OAuth proxy: the MCP server as the authorization server its clients talk to, signing people
-in at an upstream provider.
+"""OAuthProxy: sign in with the identity provider you already have.
 
 The consent names are re-exported here so that the HTTP endpoint (`transports/http/_auth/`)
 reaches them without importing a private module of this package.
