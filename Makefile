@@ -7,7 +7,7 @@ DEMO_STAMP := $(VENV)/.installed
 NODE_STAMP := conformance/node_modules/.installed
 CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
-SYSTEM_PACKAGES := redis-server nginx-light graphviz
+SYSTEM_PACKAGES := redis-server nginx-light graphviz chromium
 
 .PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo conformance bench soak clean
 
@@ -32,14 +32,15 @@ $(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLIENTS_NODE_STAMP)
 
-# The real Redis and nginx the fleet tests start, and Graphviz for `make pictures` (Debian's packages),
-# installed where missing: from the package lists the machine has, else after refreshing them. As
-# root, or through sudo.
-$(SYSTEM_STAMP): | $(PY)
+# The real Redis and nginx the fleet tests start, Graphviz for `make pictures`, and the Chromium the
+# browser tests drive through Playwright (tests/browser_helpers.py; Playwright's own browser download
+# is not used), all Debian's packages, installed where missing: from the package lists the machine
+# has, else after refreshing them. As root, or through sudo. Checked again when this file changes.
+$(SYSTEM_STAMP): Makefile | $(PY)
 	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; } \
-	  || ! command -v dot >/dev/null 2>&1; then \
+	  || ! command -v dot >/dev/null 2>&1 || ! test -x /usr/bin/chromium; then \
 	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
-	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet tests and the pictures"; \
+	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet, browser and picture tests"; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
 	  || { $$SUDO apt-get update -q; $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES); }; \
 	fi

@@ -13,12 +13,15 @@ browser are tested with Chromium elsewhere; this is the person in a hurry.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from html.parser import HTMLParser
+from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
 
-__all__ = ["ConsentForm", "ConsentingBrowser"]
+__all__ = ["READ", "WRITE", "ConsentForm", "ConsentingBrowser", "desk", "proxied_desk"]
 
 
 class ConsentForm(HTMLParser):
@@ -104,3 +107,102 @@ class ConsentingBrowser:
         """The official SDK's callback handler: (code, state) of the redirect back."""
         query = parse_qs(urlsplit(self.callbacks.pop(0)).query)
         return query["code"][0], query.get("state", [None])[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# A desk behind an OAuthProxy, with the upstream on loopback
+# ---------------------------------------------------------------------------------------------
+
+READ, WRITE = "desk:read", "desk:write"
+
+
+def desk(proxy: Any, userinfo_url: str) -> Any:
+    """An MCP server behind `proxy`: who signed in, a call to the upstream on their behalf, a tool
+    that needs WRITE (step-up), one that asks a question first (2026-07-28 rounds), and a task."""
+    from typing import Annotated
+
+    from pydantic import BaseModel
+
+    from mcp_resolve import Elicit, MCPServer, Resolve
+    from mcp_resolve.auth.proxy import UpstreamIdentity, UpstreamToken, upstream_identity, upstream_token
+
+    mcp = MCPServer("Proxied Desk", auth_server_provider=proxy)
+
+    @mcp.tool()
+    async def whoami(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> str:
+        return f"{who.provider}:{who.login or who.subject} <{who.email}> groups={','.join(who.groups)}"
+
+    @mcp.tool()
+    async def upstream_me(token: Annotated[UpstreamToken, Resolve(upstream_token)]) -> str:
+        """Call the upstream's user endpoint with the person's upstream token."""
+        async with httpx.AsyncClient(timeout=10) as http:
+            answer = await http.get(userinfo_url, headers=token.headers())
+        return f"{answer.status_code} {answer.text}"
+
+    @mcp.tool(scopes=[WRITE])
+    async def refund(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> str:
+        return f"refunded for {who.login or who.subject}"
+
+    class Sure(BaseModel):
+        sure: bool
+
+    async def confirmed(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> Sure | Elicit[Sure]:
+        return Elicit(f"{who.subject}, are you sure?", Sure)
+
+    @mcp.tool()
+    async def careful(
+        sure: Annotated[Sure, Resolve(confirmed)], who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]
+    ) -> str:
+        return f"{who.subject} sure={sure.sure}"
+
+    @mcp.tool(task_support="optional")
+    async def slow_whoami(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> str:
+        return f"task for {who.subject}"
+
+    return mcp
+
+
+@asynccontextmanager
+async def proxied_desk(
+    mode: str = "oidc", *, account: str = "alice", **proxy_options: Any
+) -> AsyncIterator[tuple[Any, Any, str]]:
+    """(upstream, proxy, MCP URL) of `desk` behind an OAuthProxy whose upstream is oidc-provider in
+    `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`)."""
+    from auth_helpers import serve_at_known_url
+    from mcp_resolve.auth.proxy import GitHubProvider, OIDCProxy
+    from upstream_helpers import upstream_provider
+
+    async with upstream_provider(mode, account=account) as upstream:  # type: ignore[arg-type]
+        made: dict[str, Any] = {}
+
+        def make(base: str) -> Any:
+            options = {"scopes": [READ, WRITE], "required_scopes": [READ], **proxy_options}
+            if mode == "oidc":
+                proxy = OIDCProxy(
+                    discovery_url=upstream.discovery_url,
+                    client_id=upstream.client_id,
+                    client_secret=upstream.client_secret,
+                    base_url=base,
+                    upstream_name="google",
+                    upstream_options={"allow_http_loopback": True},
+                    **options,
+                )
+            else:
+                endpoints = upstream.endpoints
+                proxy = GitHubProvider(
+                    client_id=upstream.client_id,
+                    client_secret=upstream.client_secret,
+                    base_url=base,
+                    upstream_options={
+                        "authorization_endpoint": endpoints["authorization_endpoint"],
+                        "token_endpoint": endpoints["token_endpoint"],
+                        "userinfo_endpoint": endpoints["userinfo_endpoint"],
+                        "allow_http_loopback": True,
+                    },
+                    **options,
+                )
+            made["proxy"] = proxy
+            return desk(proxy, upstream.endpoints["userinfo_endpoint"]).streamable_http_app()
+
+        async with serve_at_known_url(make) as base:
+            yield upstream, made["proxy"], f"{base}/mcp"

@@ -46,7 +46,7 @@ from ..provider import (
 )
 from ..tokens import AccessToken, AuthSettings, check_scope
 from ._consent import ConsentGuard, ConsentView
-from ._flow import PageError
+from .pages import PageError
 from ._grants import Grant, Grants
 from ._keys import SigningKeys
 from ._upstream import UpstreamClient, UpstreamConfig, UpstreamError, UpstreamTokens

@@ -17,11 +17,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .....auth.proxy._consent import render_error
-from .....auth.proxy._flow import PageError
+from .....auth.proxy.pages import PageError, render_error
 
 if TYPE_CHECKING:
-    from .....auth.proxy._flow import ProxiesUpstream
+    from .....auth.proxy.pages import ProxiesUpstream
 
 __all__ = ["proxy_page_routes"]
 

@@ -1,8 +1,9 @@
 """What the proxy's own pages ask of it: the consent decision, the upstream's return, its public keys.
 
-The pages themselves (HTML, cookies, redirects) are HTTP and live in
+The pages themselves (HTML responses, cookies, redirects) are HTTP and live in
 `transports/http/_auth/authorization_server/`; they talk to the proxy only
-through this interface, so the proxy stays free of Starlette.
+through this interface (and render with the functions re-exported here), so
+the proxy stays free of Starlette and the pages free of the proxy's internals.
 """
 
 from __future__ import annotations
@@ -10,9 +11,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ._consent import ConsentFlow
+from ._consent import (
+    BROWSER_COOKIE,
+    REMEMBER_COOKIE,
+    ConsentFlow,
+    ConsentGuard,
+    ConsentView,
+    render_consent,
+    render_error,
+)
 
-__all__ = ["PageError", "ProxiesUpstream"]
+__all__ = [
+    "BROWSER_COOKIE",
+    "REMEMBER_COOKIE",
+    "ConsentFlow",
+    "ConsentGuard",
+    "ConsentView",
+    "PageError",
+    "ProxiesUpstream",
+    "render_consent",
+    "render_error",
+]
 
 
 @dataclass(frozen=True)

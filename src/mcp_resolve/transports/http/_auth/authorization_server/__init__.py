@@ -1,0 +1,1 @@
+"""The authorization server's endpoints, on the MCP server's own origin."""
