@@ -186,17 +186,24 @@ def oauth_error(
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def endpoint(handler: Handler, methods: Sequence[str]) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
-    """An ASGI app running `handler` for `methods` only (405 otherwise), never leaking a failure."""
-    allowed = tuple(methods)
-    allow = ", ".join(allowed)
+class endpoint:  # noqa: N801 - used like a function: `endpoint(handler, methods)`
+    """An ASGI app running `handler` for `methods` only (405 otherwise), never leaking a failure.
 
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["method"] not in allowed:
-            response: Response = oauth_error(405, "invalid_request", "method not allowed", {"allow": allow})
+    A class, not a closure, so that Starlette's `Route` treats it as an ASGI app.
+    """
+
+    def __init__(self, handler: Handler, methods: Sequence[str]) -> None:
+        self.handler = handler
+        self.methods = tuple(methods)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] not in self.methods:
+            response: Response = oauth_error(
+                405, "invalid_request", "method not allowed", {"allow": ", ".join(self.methods)}
+            )
         else:
             try:
-                response = await handler(Request(scope, receive))
+                response = await self.handler(Request(scope, receive))
             except BadRequest as bad:
                 response = oauth_error(bad.status, "invalid_request", bad.description)
             except Exception as exc:  # never a stack trace, never the exception's text (it may hold a token)
@@ -207,5 +214,3 @@ def endpoint(handler: Handler, methods: Sequence[str]) -> Callable[[Scope, Recei
                     "The authorization server failed; try again later.", 500, headers=no_store()
                 )
         await response(scope, receive, send)
-
-    return app
