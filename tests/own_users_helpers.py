@@ -4,7 +4,7 @@
 it knows before it starts (its issuer and resource are that URL).
 `Person` plays someone at a browser: it opens the authorization URL, is
 sent to the login page, fills in the HTML form (user name, password, the
-hidden form id it finds in the page) and is sent back to the client's
+hidden form id it finds in the page) and posts it where the form says and is sent back to the client's
 redirect URI, whose query it keeps for the client. It is both handlers our
 `OAuth` takes; `visit` serves the official client's redirect handler.
 
@@ -34,6 +34,7 @@ __all__ = ["REDIRECT_URI", "Person", "example", "pkce", "register", "served", "s
 
 REDIRECT_URI = "http://127.0.0.1:47823/callback"
 _FORM_ID = re.compile(r'name="form" value="([^"]+)"')
+_ACTION = re.compile(r'<form[^>]*action="([^"]+)"')
 
 
 def example() -> ModuleType:
@@ -80,7 +81,9 @@ class Person:
             found = _FORM_ID.search(page.text)
             assert found is not None
             form = {"form": found.group(1), "username": self.username, "password": self.password}
-            answer = await http.post(urljoin(login, "login"), data=form)
+            action = _ACTION.search(page.text)
+            assert action is not None
+            answer = await http.post(urljoin(login, action.group(1)), data=form)
             assert answer.status_code == 302, answer.text
             back = answer.headers["location"]
         assert back.startswith(REDIRECT_URI)
