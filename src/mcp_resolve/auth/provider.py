@@ -343,7 +343,7 @@ def construct_redirect_uri(redirect_uri_base: str, **params: str | None) -> str:
     parts = urlsplit(redirect_uri_base)
     query = parse_qsl(parts.query, keep_blank_values=True)
     query.extend((name, value) for name, value in params.items() if value is not None)
-    return urlunsplit(parts._replace(query=urlencode(query)))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
 
 
 class ProviderTokenVerifier:

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ._authorize import authorize_handler
-from ._common import AuthorizationServer, ClientDocuments, endpoint
+from ._common import AuthorizationServer, ClientDocuments, Endpoint
 from ._metadata import metadata_document, metadata_routes
 from ._register import register_handler
 from ._revoke import revoke_handler
@@ -81,15 +81,15 @@ def authorization_server_routes(server: ServedServer) -> list[Route]:
     `/register` and `/revoke` when enabled."""
     auth = authorization_server(server)
     routes = metadata_routes(auth)
-    routes.append(Route(auth.path("/authorize"), endpoint(_bound(authorize_handler, auth), ("GET", "POST"))))
+    routes.append(Route(auth.path("/authorize"), Endpoint(_bound(authorize_handler, auth), ("GET", "POST"))))
     routes.append(
-        Route(auth.path("/token"), _open_to_browsers(endpoint(_bound(token_handler, auth), ("POST",))))
+        Route(auth.path("/token"), _open_to_browsers(Endpoint(_bound(token_handler, auth), ("POST",))))
     )
     if auth.registration_enabled:
-        register = endpoint(_bound(register_handler, auth), ("POST",))
+        register = Endpoint(_bound(register_handler, auth), ("POST",))
         routes.append(Route(auth.path("/register"), _open_to_browsers(register)))
     if auth.revocation_enabled:
-        revoke = endpoint(_bound(revoke_handler, auth), ("POST",))
+        revoke = Endpoint(_bound(revoke_handler, auth), ("POST",))
         routes.append(Route(auth.path("/revoke"), _open_to_browsers(revoke)))
     # ---- The provider's own pages: a provider that proxies an upstream (OAuthProxy) adds its
     # ---- /consent, /auth/callback and /.well-known/jwks.json routes here.

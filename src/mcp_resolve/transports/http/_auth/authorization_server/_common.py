@@ -34,7 +34,7 @@ __all__ = [
     "AuthorizationServer",
     "BadRequest",
     "ClientDocuments",
-    "endpoint",
+    "Endpoint",
     "no_store",
     "oauth_error",
     "parse_form",
@@ -186,7 +186,7 @@ def oauth_error(
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-class endpoint:  # noqa: N801 - used like a function: `endpoint(handler, methods)`
+class Endpoint:
     """An ASGI app running `handler` for `methods` only (405 otherwise), never leaking a failure.
 
     A class, not a closure, so that Starlette's `Route` treats it as an ASGI app.

@@ -20,7 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..._wire.responses import json_response
-from ._common import AuthorizationServer, endpoint
+from ._common import AuthorizationServer, Endpoint
 
 __all__ = ["metadata_document", "metadata_routes"]
 
@@ -74,7 +74,7 @@ def metadata_routes(server: AuthorizationServer) -> list[Route]:
         return answer
 
     app = CORSMiddleware(
-        endpoint(serve, ("GET", "HEAD")),
+        Endpoint(serve, ("GET", "HEAD")),
         allow_origins=["*"],
         allow_methods=["GET", "OPTIONS"],
         allow_headers=["mcp-protocol-version"],
