@@ -89,13 +89,21 @@ async def test_the_official_positional_order_gives_the_same_server_info_and_inst
     assert got[0]["version"] == "3.1.4" and got[1] == "Call add."
 
 
-def test_auth_server_provider_is_refused_with_the_alternative_named() -> None:
-    with pytest.raises(NotImplementedError) as refused:
-        MCPServer("n", None, None, None, None, None, None, object())
-    message = str(refused.value)
-    assert "auth_server_provider" in message and "token_verifier" in message and "AuthSettings" in message
-    with pytest.raises(NotImplementedError):
-        MCPServer("n", auth_server_provider=object())
+def test_auth_server_provider_needs_settings_and_no_second_verifier() -> None:
+    """The official SDK's rules: a provider needs auth settings, and checks its own tokens."""
+    from mcp_resolve.auth.provider import ProviderTokenVerifier
+
+    with pytest.raises(ValueError) as refused:
+        MCPServer("n", None, None, None, None, None, None, Fixed())  # type: ignore[arg-type]
+    assert "auth_server_provider" in str(refused.value) and "AuthSettings" in str(refused.value)
+    settings = AuthSettings(issuer_url="http://127.0.0.1:9", resource_server_url="http://127.0.0.1:9/mcp")
+    with pytest.raises(ValueError) as both:
+        MCPServer("n", auth_server_provider=Fixed(), token_verifier=Fixed(), auth=settings)  # type: ignore[arg-type]
+    assert "one of them" in str(both.value)
+    provider = Fixed()
+    server = MCPServer("n", None, None, None, None, None, None, provider, auth=settings)  # type: ignore[arg-type]
+    assert server.auth_server_provider is provider and server.auth is settings
+    assert isinstance(server.token_verifier, ProviderTokenVerifier) and server.token_verifier.provider is provider
 
 
 class Fixed:

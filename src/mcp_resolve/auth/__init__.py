@@ -11,7 +11,14 @@ nothing imports none of it.
 from typing import TYPE_CHECKING, Any
 
 from .resolvers import InsufficientScope, access_token, require_scopes
-from .tokens import AccessToken, AuthSettings, TokenVerifier, principal_of
+from .tokens import (
+    AccessToken,
+    AuthSettings,
+    ClientRegistrationOptions,
+    RevocationOptions,
+    TokenVerifier,
+    principal_of,
+)
 
 if TYPE_CHECKING:
     from .introspection import IntrospectionVerifier
@@ -20,9 +27,11 @@ if TYPE_CHECKING:
 __all__ = [
     "AccessToken",
     "AuthSettings",
+    "ClientRegistrationOptions",
     "InsufficientScope",
     "IntrospectionVerifier",
     "JWTVerifier",
+    "RevocationOptions",
     "TokenVerifier",
     "access_token",
     "principal_of",

@@ -26,7 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import AnyHttpUrl, AnyUrl, BaseModel, ConfigDict, Field
 
-from .tokens import AccessToken, AuthSettings, TokenVerifier
+from .tokens import AccessToken, AuthSettings, ClientRegistrationOptions, RevocationOptions, TokenVerifier
 
 __all__ = [
     "AccessToken",
@@ -212,27 +212,6 @@ class RefreshToken(BaseModel):
     expires_at: int | None = None
     resource: str | None = None
     subject: str | None = None
-
-
-class ClientRegistrationOptions(BaseModel):
-    """Dynamic client registration (RFC 7591) at `/register`: off unless enabled."""
-
-    model_config = ConfigDict(frozen=True)
-
-    enabled: bool = False
-    client_secret_expiry_seconds: int | None = None
-    valid_scopes: list[str] | None = None
-    """The scopes a client may register (None: any)."""
-    default_scopes: list[str] | None = None
-    """The scopes a client that registers none gets."""
-
-
-class RevocationOptions(BaseModel):
-    """Token revocation (RFC 7009) at `/revoke`: off unless enabled."""
-
-    model_config = ConfigDict(frozen=True)
-
-    enabled: bool = False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ __all__ = [
     "DEFAULT_LEEWAY_S",
     "AccessToken",
     "AuthSettings",
+    "ClientRegistrationOptions",
+    "RevocationOptions",
     "TokenVerifier",
     "check_leeway",
     "check_protection",
@@ -117,6 +119,44 @@ def check_scope(scope: str) -> str:
     return scope
 
 
+class ClientRegistrationOptions(BaseModel):
+    """Dynamic client registration (RFC 7591) at `/register` of a server with `auth_server_provider`: off unless enabled.
+
+    The official SDK's names. `client_secret_expiry_seconds`: how long a
+    confidential client's secret works (None: for ever). `valid_scopes`: the
+    scopes a client may register (None: any); they are also what the
+    authorization server metadata lists as `scopes_supported`.
+    `default_scopes`: what a client that registers none gets.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = False
+    client_secret_expiry_seconds: int | None = None
+    valid_scopes: list[str] | None = None
+    default_scopes: list[str] | None = None
+
+    @field_validator("valid_scopes", "default_scopes")
+    @classmethod
+    def _scopes(cls, value: list[str] | None) -> list[str] | None:
+        return None if value is None else [check_scope(s) for s in value]
+
+    @field_validator("client_secret_expiry_seconds")
+    @classmethod
+    def _expiry(cls, value: int | None) -> int | None:
+        if value is not None and value <= 0:
+            raise ValueError("client_secret_expiry_seconds must be a positive number of seconds, or None")
+        return value
+
+
+class RevocationOptions(BaseModel):
+    """Token revocation (RFC 7009) at `/revoke` of a server with `auth_server_provider`: off unless enabled."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = False
+
+
 class AuthSettings(BaseModel):
     """Where this protected resource gets its tokens, as Protected Resource Metadata announces it.
 
@@ -131,6 +171,13 @@ class AuthSettings(BaseModel):
     audience itself); False never compares. `scope_hierarchy` maps a broad
     scope to the narrower ones it implies (`{"refunds:admin": ["refunds:write"]}`):
     a token with the broad one is treated as holding them all, as the spec requires.
+
+    With `MCPServer(auth_server_provider=...)` this server is its own
+    authorization server: `issuer_url` is then this server's own URL (where it
+    serves `/authorize`, `/token` ...), `client_registration_options` and
+    `revocation_options` turn on `/register` and `/revoke`, and
+    `client_id_metadata_documents` accepts clients whose id is the https URL
+    of their metadata document (CIMD), fetched when they first come.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -141,6 +188,9 @@ class AuthSettings(BaseModel):
     service_documentation_url: str | None = None
     validate_token_resource: bool | None = None
     scope_hierarchy: Mapping[str, tuple[str, ...]] | None = None
+    client_registration_options: ClientRegistrationOptions | None = None
+    revocation_options: RevocationOptions | None = None
+    client_id_metadata_documents: bool = False
 
     @field_validator("issuer_url", "resource_server_url", "service_documentation_url", mode="before")
     @classmethod

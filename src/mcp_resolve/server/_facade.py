@@ -47,6 +47,7 @@ from .hooks import TaskSupport, install_builtins
 
 if TYPE_CHECKING:
     from .._task_options import TaskOptions
+    from ..auth.provider import OAuthAuthorizationServerProvider
     from ..auth.tokens import AuthSettings, TokenVerifier
     from ..extension import Extension
     from ..protocol.hooks import ServerTelemetry
@@ -67,12 +68,35 @@ Lifespan = Callable[["MCPServer"], AbstractAsyncContextManager[Any]]
 DEFAULT_NAME = "mcp-server"
 """The name of a server built without one: the official SDK's, so a ported server reports the same."""
 
-_NO_AUTHORIZATION_SERVER = (
-    "auth_server_provider: mcp-resolve has no authorization server built in. Run one of your own "
-    "(Keycloak, Auth0, Okta, Ory Hydra, ...) and make this server a resource server: "
-    "MCPServer(..., token_verifier=JWTVerifier(...) or IntrospectionVerifier(...), "
-    "auth=AuthSettings(issuer_url=..., resource_server_url=...)) from mcp_resolve.auth (docs/auth.md)."
+_PROVIDER_NEEDS_SETTINGS = (
+    "MCPServer(auth_server_provider=...) needs auth=AuthSettings(issuer_url=<this server's own URL>, "
+    "resource_server_url=<its MCP endpoint URL>): clients learn from it where to sign in and for which "
+    "resource (a provider that knows both, like OAuthProxy, fills them in itself)"
 )
+_PROVIDER_AND_VERIFIER = (
+    "MCPServer(auth_server_provider=..., token_verifier=...): give one of them. With a provider, the "
+    "tokens it issues are checked by asking it (load_access_token); a token_verifier is for tokens "
+    "another authorization server issues"
+)
+
+
+def _provider_protection(
+    provider: OAuthAuthorizationServerProvider[Any, Any, Any],
+    token_verifier: TokenVerifier | None,
+    auth: AuthSettings | None,
+) -> tuple[TokenVerifier, AuthSettings]:
+    """The verifier and settings of a server that is its own authorization server (the official SDK's rules,
+    plus a provider that knows its own: `ConfiguresProtection`)."""
+    from ..auth.provider import ConfiguresProtection, ProviderTokenVerifier
+
+    if token_verifier is not None:
+        raise ValueError(_PROVIDER_AND_VERIFIER)
+    if isinstance(provider, ConfiguresProtection):
+        verifier, settings = provider.protection()
+        return verifier, settings if auth is None else auth
+    if auth is None:
+        raise ValueError(_PROVIDER_NEEDS_SETTINGS)
+    return ProviderTokenVerifier(provider), auth
 
 
 class MCPServer:
@@ -91,7 +115,7 @@ class MCPServer:
         website_url: str | None = None,
         icons: Sequence[Icon | dict[str, Any]] | None = None,
         version: str | None = None,
-        auth_server_provider: object | None = None,
+        auth_server_provider: OAuthAuthorizationServerProvider[Any, Any, Any] | None = None,
         token_verifier: TokenVerifier | None = None,
         *,
         tools: Sequence[Tool] | None = None,
@@ -123,7 +147,10 @@ class MCPServer:
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
         """
         if auth_server_provider is not None:
-            raise NotImplementedError(_NO_AUTHORIZATION_SERVER)
+            token_verifier, auth = _provider_protection(auth_server_provider, token_verifier, auth)
+        self.auth_server_provider = auth_server_provider
+        """This server's own authorization server (None: tokens come from another one, `token_verifier`).
+        Its endpoints (`/authorize`, `/token` ...) are served beside the MCP endpoint over HTTP."""
         self.name = name or DEFAULT_NAME
         self.title = title
         self.description = description

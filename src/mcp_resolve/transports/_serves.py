@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..protocol.serves import ServesRequests
 
 if TYPE_CHECKING:
+    from ..auth.provider import OAuthAuthorizationServerProvider
     from ..auth.tokens import AuthSettings, TokenVerifier
     from ..prompts import Prompt
     from ..protocol.listen import Notifications
@@ -76,6 +77,11 @@ class ServedServer(ServesRequests, Protocol):
 
     @property
     def token_verifier(self) -> TokenVerifier | None: ...
+
+    @property
+    def auth_server_provider(self) -> OAuthAuthorizationServerProvider[Any, Any, Any] | None:
+        """This server's own authorization server, whose endpoints HTTP serves beside the MCP endpoint."""
+        ...
 
     def running(self) -> AbstractAsyncContextManager[Any]:
         """The server's lifespan, entered once however many transports share it."""

@@ -108,7 +108,8 @@ def create_app(server: ServedServer, *, path: str = "/mcp", **options: Any) -> S
     MCP_RESOLVE_ALLOWED_HOSTS and MCP_RESOLVE_ALLOWED_ORIGINS when those are
     set, so an app run by any ASGI server honours them. A server with a
     `token_verifier` gets the protected endpoint and its metadata routes
-    (`_auth.protected`); an open one refuses to serve tools that declare
+    (`_auth.protected`), and one with `auth_server_provider` the endpoints of
+    its authorization server as well (`_auth.authorization_server`); an open one refuses to serve tools that declare
     `scopes=`, which nothing would then enforce.
     """
     settings = load_settings()
@@ -122,6 +123,10 @@ def create_app(server: ServedServer, *, path: str = "/mcp", **options: Any) -> S
         protected = ProtectedEndpoint(server, HttpOptions(**options))
         app = StreamableHTTPApp(protected, path)
         app.router.routes.extend(protected.metadata_routes(path))
+        if server.auth_server_provider is not None:  # this server is its own authorization server
+            from ._auth.authorization_server import authorization_server_routes
+
+            app.router.routes.extend(authorization_server_routes(server))
         return app
     scoped = [str(c.name) for c in server.components() if getattr(c, "scopes", ())]
     if scoped:

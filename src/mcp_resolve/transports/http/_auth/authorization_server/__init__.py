@@ -1,1 +1,96 @@
-"""The authorization server's endpoints, on the MCP server's own origin."""
+"""The authorization server an MCP server built with `auth_server_provider=` is: its HTTP endpoints.
+
+One module per endpoint, each readable top to bottom: `_metadata` (RFC 8414),
+`_authorize`, `_token` (with `_client_auth`), `_register` (RFC 7591) and
+`_revoke` (RFC 7009); `_common` holds what they share. They check what the
+protocols define and call the provider (`mcp_resolve.auth.provider`) for the
+rest, so any `OAuthAuthorizationServerProvider` gets the same checks.
+
+`authorization_server_routes(server)` is what `create_app` adds beside the
+MCP endpoint. The endpoints live under the issuer URL's path, at the
+issuer's origin; a provider's own pages (a login form, say) are routes the
+deployment adds to the app itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import urlsplit
+
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ._authorize import authorize_handler
+from ._common import AuthorizationServer, ClientDocuments, Endpoint
+from ._metadata import metadata_document, metadata_routes
+from ._register import register_handler
+from ._revoke import revoke_handler
+from ._token import token_handler
+
+if TYPE_CHECKING:
+    from ...._serves import ServedServer
+
+__all__ = ["AuthorizationServer", "authorization_server", "authorization_server_routes", "metadata_document"]
+
+Handler = Callable[[AuthorizationServer, Request], Awaitable[Response]]
+
+
+def _client_documents(issuer: str) -> ClientDocuments:
+    """CIMD (`mcp_resolve.auth.cimd`): loopback `http` documents are accepted only by a loopback issuer."""
+    import importlib
+
+    cimd: Any = importlib.import_module("mcp_resolve.auth.cimd")
+    host = urlsplit(issuer).hostname or ""
+    loopback = urlsplit(issuer).scheme == "http" and host in ("127.0.0.1", "localhost", "::1")
+    return cast("ClientDocuments", cimd.ClientMetadataDocuments(allow_http_loopback=loopback))
+
+
+def authorization_server(server: ServedServer) -> AuthorizationServer:
+    """The authorization server of `server` (which has `auth_server_provider` and `auth`)."""
+    provider, settings = server.auth_server_provider, server.auth
+    if provider is None or settings is None:
+        raise ValueError(
+            "this server has no authorization server: MCPServer(auth_server_provider=..., auth=...)"
+        )
+    issuer = urlsplit(settings.issuer_url)
+    if issuer.query or issuer.fragment:
+        raise ValueError("AuthSettings.issuer_url of an authorization server must have no query or fragment")
+    documents = _client_documents(settings.issuer_url) if settings.client_id_metadata_documents else None
+    return AuthorizationServer(provider, settings, documents)
+
+
+def _bound(handler: Handler, server: AuthorizationServer) -> Callable[[Request], Awaitable[Response]]:
+    async def handle(request: Request) -> Response:
+        return await handler(server, request)
+
+    return handle
+
+
+def _open_to_browsers(app: Any) -> Any:
+    """CORS for the endpoints a client in a browser posts to (the Inspector): no cookies are involved."""
+    return CORSMiddleware(
+        app, allow_origins=["*"], allow_methods=["POST", "OPTIONS"], allow_headers=["authorization"]
+    )
+
+
+def authorization_server_routes(server: ServedServer) -> list[Route]:
+    """The Starlette routes of `server`'s authorization server: metadata, `/authorize`, `/token`, and
+    `/register` and `/revoke` when enabled."""
+    auth = authorization_server(server)
+    routes = metadata_routes(auth)
+    routes.append(Route(auth.path("/authorize"), Endpoint(_bound(authorize_handler, auth), ("GET", "POST"))))
+    routes.append(
+        Route(auth.path("/token"), _open_to_browsers(Endpoint(_bound(token_handler, auth), ("POST",))))
+    )
+    if auth.registration_enabled:
+        register = Endpoint(_bound(register_handler, auth), ("POST",))
+        routes.append(Route(auth.path("/register"), _open_to_browsers(register)))
+    if auth.revocation_enabled:
+        revoke = Endpoint(_bound(revoke_handler, auth), ("POST",))
+        routes.append(Route(auth.path("/revoke"), _open_to_browsers(revoke)))
+    # ---- The provider's own pages: a provider that proxies an upstream (OAuthProxy) adds its
+    # ---- /consent, /auth/callback and /.well-known/jwks.json routes here.
+    return routes
