@@ -55,7 +55,6 @@ from .identity import UpstreamIdentity
 
 if TYPE_CHECKING:
     from ...stores.keyvalue import KeyValueStore
-    from ..cimd import ClientMetadataDocuments
 
 __all__ = ["OAuthProxy", "ProxiedAccessToken", "UpstreamToken"]
 
@@ -149,7 +148,7 @@ class OAuthProxy:
         consent: bool = True,
         remember_consent: bool = True,
         client_registration: bool = True,
-        client_id_metadata_documents: bool | ClientMetadataDocuments = True,
+        client_id_metadata_documents: bool = True,
         access_token_ttl_s: float = 3600,
         refresh_token_ttl_s: float = 30 * 86400,
         transaction_ttl_s: float = 600,
@@ -187,13 +186,7 @@ class OAuthProxy:
             refresh_token_ttl_s=refresh_token_ttl_s,
         )
         self.upstream = UpstreamClient(upstream)
-        self.documents: ClientMetadataDocuments | None
-        if client_id_metadata_documents is True:
-            from ..cimd import ClientMetadataDocuments
-
-            self.documents = ClientMetadataDocuments()
-        else:
-            self.documents = client_id_metadata_documents or None
+        self.client_id_metadata_documents = client_id_metadata_documents
 
     @staticmethod
     def _secret(key: str | bytes | None, upstream: UpstreamConfig, store: KeyValueStore | None) -> str | bytes:
@@ -225,19 +218,14 @@ class OAuthProxy:
                 enabled=self.client_registration, valid_scopes=list(self.scopes) or None
             ),
             revocation_options=RevocationOptions(enabled=True),
-            client_id_metadata_documents=self.documents is not None,
+            client_id_metadata_documents=self.client_id_metadata_documents,
         )
         return ProxyTokenVerifier(self), settings
 
     # -- clients ---------------------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        if self.documents is not None and self.documents.is_cimd_client_id(client_id):
-            try:
-                return await self.documents.client(client_id)
-            except (AuthorizeError, TokenError, ValueError) as exc:
-                logger.info("client metadata document refused: %s", exc)
-                return None
+        """A client registered here (a CIMD client's document is fetched by the endpoints)."""
         record = await self.state.get(secret_name("client", client_id))
         return OAuthClientInformationFull.model_validate(record) if record is not None else None
 
