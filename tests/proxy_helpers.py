@@ -16,10 +16,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from html.parser import HTMLParser
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
+from pydantic import BaseModel
+
+from mcp_resolve import Elicit, MCPServer, Resolve
+from mcp_resolve.auth.proxy import UpstreamIdentity, UpstreamToken, upstream_identity, upstream_token
 
 __all__ = ["READ", "WRITE", "ConsentForm", "ConsentingBrowser", "desk", "proxied_desk"]
 
@@ -78,24 +82,30 @@ class ConsentingBrowser:
     async def visit(self, url: str) -> str:
         """Browse from `url` to the redirect back to the client; the URL of that redirect."""
         async with httpx.AsyncClient(cookies=self.cookies, timeout=30, follow_redirects=False) as http:
-            response = await http.get(url)
-            for _hop in range(20):
-                if response.is_redirect:
-                    url = urljoin(url, response.headers["location"])
-                    if _same_endpoint(url, self._redirect_uri):
-                        return url
-                    response = await http.get(url)
-                    continue
-                if response.status_code == 200 and "text/html" in response.headers.get("content-type", ""):
-                    form = ConsentForm.read(response.text)
-                    if form.action is None:
-                        break
-                    self.consent_pages += 1
-                    url = urljoin(url, form.action)
-                    response = await http.post(url, data={**form.fields, "decision": self.decision})
-                    continue
-                break
-            raise AssertionError(f"the sign-in stopped at HTTP {response.status_code}: {response.text[:300]}")
+            try:
+                return await self._browse(http, url)
+            finally:
+                self.cookies = http.cookies  # the browser keeps its cookies from one sign-in to the next
+
+    async def _browse(self, http: httpx.AsyncClient, url: str) -> str:
+        response = await http.get(url)
+        for _hop in range(20):
+            if response.is_redirect:
+                url = urljoin(url, response.headers["location"])
+                if _same_endpoint(url, self._redirect_uri):
+                    return url
+                response = await http.get(url)
+                continue
+            if response.status_code == 200 and "text/html" in response.headers.get("content-type", ""):
+                form = ConsentForm.read(response.text)
+                if form.action is None:
+                    break
+                self.consent_pages += 1
+                url = urljoin(url, form.action)
+                response = await http.post(url, data={**form.fields, "decision": self.decision})
+                continue
+            break
+        raise AssertionError(f"the sign-in stopped at HTTP {response.status_code}: {response.text[:300]}")
 
     async def wait_for_callback(self, state: str, timeout: float) -> object:
         """Our client's callback handler: the redirect back this browser captured."""
@@ -116,16 +126,17 @@ class ConsentingBrowser:
 READ, WRITE = "desk:read", "desk:write"
 
 
+class Sure(BaseModel):
+    sure: bool
+
+
+async def confirmed(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> Sure | Elicit[Sure]:
+    return Elicit(f"{who.subject}, are you sure?", Sure)
+
+
 def desk(proxy: Any, userinfo_url: str) -> Any:
     """An MCP server behind `proxy`: who signed in, a call to the upstream on their behalf, a tool
     that needs WRITE (step-up), one that asks a question first (2026-07-28 rounds), and a task."""
-    from typing import Annotated
-
-    from pydantic import BaseModel
-
-    from mcp_resolve import Elicit, MCPServer, Resolve
-    from mcp_resolve.auth.proxy import UpstreamIdentity, UpstreamToken, upstream_identity, upstream_token
-
     mcp = MCPServer("Proxied Desk", auth_server_provider=proxy)
 
     @mcp.tool()
@@ -143,15 +154,10 @@ def desk(proxy: Any, userinfo_url: str) -> Any:
     async def refund(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> str:
         return f"refunded for {who.login or who.subject}"
 
-    class Sure(BaseModel):
-        sure: bool
-
-    async def confirmed(who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]) -> Sure | Elicit[Sure]:
-        return Elicit(f"{who.subject}, are you sure?", Sure)
-
     @mcp.tool()
     async def careful(
-        sure: Annotated[Sure, Resolve(confirmed)], who: Annotated[UpstreamIdentity, Resolve(upstream_identity)]
+        sure: Annotated[Sure, Resolve(confirmed)],
+        who: Annotated[UpstreamIdentity, Resolve(upstream_identity)],
     ) -> str:
         return f"{who.subject} sure={sure.sure}"
 

@@ -80,7 +80,9 @@ class EntraIDProvider(OAuthProxy):
         upstream_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        upstream = presets.entra_id(tenant, client_id, client_secret, **_upstream(upstream_options, upstream_scopes))
+        upstream = presets.entra_id(
+            tenant, client_id, client_secret, **_upstream(upstream_options, upstream_scopes)
+        )
         super().__init__(upstream=upstream, base_url=base_url, **options)
 
 
@@ -98,7 +100,9 @@ class Auth0Provider(OAuthProxy):
         upstream_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        upstream = presets.auth0(domain, client_id, client_secret, **_upstream(upstream_options, upstream_scopes))
+        upstream = presets.auth0(
+            domain, client_id, client_secret, **_upstream(upstream_options, upstream_scopes)
+        )
         super().__init__(upstream=upstream, base_url=base_url, **options)
 
 
@@ -116,7 +120,9 @@ class OktaProvider(OAuthProxy):
         upstream_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        upstream = presets.okta(domain, client_id, client_secret, **_upstream(upstream_options, upstream_scopes))
+        upstream = presets.okta(
+            domain, client_id, client_secret, **_upstream(upstream_options, upstream_scopes)
+        )
         super().__init__(upstream=upstream, base_url=base_url, **options)
 
 

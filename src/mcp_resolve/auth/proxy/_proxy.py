@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import os
 import secrets
 import time
 from collections.abc import Sequence
@@ -35,7 +36,6 @@ from pydantic import AnyUrl, PrivateAttr
 from ..provider import (
     AuthorizationCode,
     AuthorizationParams,
-    AuthorizeError,
     ClientRegistrationOptions,
     OAuthClientInformationFull,
     OAuthToken,
@@ -46,12 +46,12 @@ from ..provider import (
 )
 from ..tokens import AccessToken, AuthSettings, check_scope
 from ._consent import ConsentGuard, ConsentView
-from .pages import PageError
 from ._grants import Grant, Grants
 from ._keys import SigningKeys
 from ._upstream import UpstreamClient, UpstreamConfig, UpstreamError, UpstreamTokens
 from ._vault import SealedStore, Vault, derive_key, secret_name
 from .identity import UpstreamIdentity
+from .pages import PageError
 
 if TYPE_CHECKING:
     from ...stores.keyvalue import KeyValueStore
@@ -143,7 +143,7 @@ class OAuthProxy:
         scopes: Sequence[str] = (),
         required_scopes: Sequence[str] | None = None,
         claims: Sequence[str] = DEFAULT_CLAIMS,
-        store: KeyValueStore | None = None,
+        store: KeyValueStore | str | os.PathLike[str] | None = None,
         encryption_key: str | bytes | None = None,
         consent: bool = True,
         remember_consent: bool = True,
@@ -169,12 +169,10 @@ class OAuthProxy:
         self.code_ttl_s = code_ttl_s
         self.refresh_token_ttl_s = refresh_token_ttl_s
         secret = self._secret(encryption_key, upstream, store)
-        if store is None:
-            from ...stores.keyvalue import MemoryKeyValueStore
-
-            store = MemoryKeyValueStore()
-        self.state = SealedStore(store, Vault(derive_key(secret, "mcp-resolve proxy state")))
-        self.consent = ConsentGuard(derive_key(secret, "mcp-resolve proxy consent"), remember=remember_consent)
+        self.state = SealedStore(_store(store), Vault(derive_key(secret, "mcp-resolve proxy state")))
+        self.consent = ConsentGuard(
+            derive_key(secret, "mcp-resolve proxy consent"), remember=remember_consent
+        )
         self.keys = SigningKeys(
             self.state, rotation_s=key_rotation_s, keep_s=key_rotation_s + access_token_ttl_s
         )
@@ -189,7 +187,9 @@ class OAuthProxy:
         self.client_id_metadata_documents = client_id_metadata_documents
 
     @staticmethod
-    def _secret(key: str | bytes | None, upstream: UpstreamConfig, store: KeyValueStore | None) -> str | bytes:
+    def _secret(
+        key: str | bytes | None, upstream: UpstreamConfig, store: object
+    ) -> str | bytes:
         """The secret the proxy's state is sealed with: the operator's, else the upstream client secret.
 
         Every worker of a fleet must derive the same keys, so a shared store with
@@ -198,7 +198,8 @@ class OAuthProxy:
         if key:
             return key
         if upstream.client_secret:
-            return upstream.client_secret
+            # As strong as the client secret itself (which every worker shares), whatever its length.
+            return hashlib.sha256(b"mcp-resolve proxy secret:" + upstream.client_secret.encode()).digest()
         if store is None:
             return secrets.token_bytes(32)
         raise ValueError(
@@ -278,11 +279,17 @@ class OAuthProxy:
         if not approve:
             record = await self.state.take(name)
             if record is None:
-                raise PageError("Sign-in expired", "This sign-in request is no longer valid. Start again from your app.")
-            return self._client_redirect(record, error="access_denied", error_description="the person declined")
+                raise PageError(
+                    "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
+                )
+            return self._client_redirect(
+                record, error="access_denied", error_description="the person declined"
+            )
         record = await self.state.get(name)
         if record is None:
-            raise PageError("Sign-in expired", "This sign-in request is no longer valid. Start again from your app.")
+            raise PageError(
+                "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
+            )
         record["approved"] = True
         await self.state.put(name, record, ttl=self.transaction_ttl_s)
         return await self._upstream_url(txn, record)
@@ -309,10 +316,15 @@ class OAuthProxy:
         """The upstream sent the person back: make our code for the client, or pass the refusal on."""
         record = await self.state.take(secret_name("txn", state)) if state else None
         if record is None or not record.get("approved"):
-            raise PageError("Sign-in expired", "This sign-in request is unknown or no longer valid. Start again from your app.")
+            raise PageError(
+                "Sign-in expired",
+                "This sign-in request is unknown or no longer valid. Start again from your app.",
+            )
         if error or not code:
             logger.info("upstream refused the sign-in: %s", (error or "no code")[:64])
-            return self._client_redirect(record, error="access_denied", error_description="the sign-in was not completed")
+            return self._client_redirect(
+                record, error="access_denied", error_description="the sign-in was not completed"
+            )
         try:
             tokens = await self.upstream.exchange_code(
                 code=code, code_verifier=record["verifier"], redirect_uri=self.base_url + self.callback_path
@@ -359,7 +371,9 @@ class OAuthProxy:
         return {name: value for name, value in identity.to_claims().items() if name in kept}
 
     def _client_redirect(self, record: dict[str, Any], **params: str | None) -> str:
-        return construct_redirect_uri(record["redirect_uri"], **params, state=record.get("state"), iss=self.issuer)
+        return construct_redirect_uri(
+            record["redirect_uri"], **params, state=record.get("state"), iss=self.issuer
+        )
 
     async def jwks(self) -> dict[str, Any]:
         return await self.keys.jwks()
@@ -408,7 +422,9 @@ class OAuthProxy:
         )
         return await self.grants.issue(record["grant_id"], authorization_code.scopes)
 
-    async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
         return await self.grants.load_refresh(client.client_id, refresh_token)
 
     async def exchange_refresh_token(
@@ -449,7 +465,11 @@ class OAuthProxy:
             if record is None:
                 raise UpstreamError("refused", "the upstream tokens of this grant are gone")
             expires_at = record.get("expires_at")
-            if expires_at is None or expires_at - _REFRESH_MARGIN_S > time.time() or not record.get("refresh_token"):
+            if (
+                expires_at is None
+                or expires_at - _REFRESH_MARGIN_S > time.time()
+                or not record.get("refresh_token")
+            ):
                 return UpstreamToken(record["access_token"], expires_at, record.get("scope"))
             # One worker refreshes (the upstream may rotate its refresh token); the others wait for it.
             if await self.state.put(f"refreshing:{gid}", {}, ttl=30, only_new=True):
@@ -468,7 +488,9 @@ class OAuthProxy:
                 finally:
                     await self.state.delete(f"refreshing:{gid}")
             await anyio.sleep(0.1)
-        raise UpstreamError("unreachable", "the upstream token is being refreshed elsewhere and did not arrive")
+        raise UpstreamError(
+            "unreachable", "the upstream token is being refreshed elsewhere and did not arrive"
+        )
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
@@ -486,6 +508,23 @@ class ProxyTokenVerifier:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         return await self.proxy.load_access_token(token)
+
+
+def _store(store: KeyValueStore | str | os.PathLike[str] | None) -> KeyValueStore:
+    """The store `OAuthProxy(store=...)` names: one given, a Redis URL, a SQLite file, or memory."""
+    if store is None:
+        from ...stores.keyvalue import MemoryKeyValueStore
+
+        return MemoryKeyValueStore()
+    if isinstance(store, str) and store.startswith(("redis://", "rediss://", "unix://")):
+        from ...stores import RedisConnection, RedisKeyValueStore
+
+        return RedisKeyValueStore(RedisConnection(store, prefix="mcp-resolve:oauth-proxy"), name="proxy")
+    if isinstance(store, (str, os.PathLike)):
+        from ...stores import SqliteKeyValueStore
+
+        return SqliteKeyValueStore(store)
+    return store
 
 
 def _query(**params: str) -> str:

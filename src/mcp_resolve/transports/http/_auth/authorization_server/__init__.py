@@ -25,8 +25,8 @@ from starlette.routing import Route
 
 from .....auth.proxy.pages import ProxiesUpstream
 from ._authorize import authorize_handler
-from ._consent_page import consent_routes
 from ._common import AuthorizationServer, ClientDocuments, Endpoint
+from ._consent_page import consent_routes
 from ._metadata import metadata_document, metadata_routes
 from ._proxy_pages import proxy_page_routes
 from ._register import register_handler

@@ -35,7 +35,9 @@ _MAX_PARAM = 2048
 
 
 def _page(error: PageError) -> Response:
-    return HTMLResponse(render_error(error.title, error.message), status_code=error.status, headers=_PAGE_HEADERS)
+    return HTMLResponse(
+        render_error(error.title, error.message), status_code=error.status, headers=_PAGE_HEADERS
+    )
 
 
 def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
@@ -46,7 +48,11 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
         for name in _CALLBACK_PARAMS:
             given = request.query_params.getlist(name)
             if len(given) > 1 or any(len(value) > _MAX_PARAM for value in given):
-                return _page(PageError("Sign-in failed", "The sign-in response was malformed. Start again from your app."))
+                return _page(
+                    PageError(
+                        "Sign-in failed", "The sign-in response was malformed. Start again from your app."
+                    )
+                )
             values[name] = given[0] if given else None
         try:
             url = await proxy.upstream_returned(
