@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from mcp_resolve.auth.proxy import ConsentGuard, ConsentView
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView
 
 __all__ = ["MemoryConsentFlow"]
 

@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 
 from consent_helpers import MemoryConsentFlow
 from http_helpers import serving
-from mcp_resolve.auth.proxy import ConsentGuard, ConsentView
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView
 from mcp_resolve.transports.http._auth.authorization_server._consent_page import consent_routes
 
 pytestmark = pytest.mark.slow

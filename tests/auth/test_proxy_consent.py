@@ -14,7 +14,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mcp_resolve.auth.proxy import ConsentGuard, ConsentView, render_consent, render_error
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView, render_consent, render_error
 from mcp_resolve.auth.proxy._consent import redirect_target
 
 SECRET = b"0123456789abcdef-consent-tests"

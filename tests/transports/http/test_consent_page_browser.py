@@ -27,7 +27,7 @@ from starlette.routing import Route
 from browser_helpers import chromium_browser, new_context
 from consent_helpers import MemoryConsentFlow
 from http_helpers import serving
-from mcp_resolve.auth.proxy import ConsentGuard, ConsentView
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView
 from mcp_resolve.transports.http._auth.authorization_server._consent_page import consent_routes
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]

@@ -23,9 +23,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from .....auth.proxy.pages import ProxiesUpstream
 from ._authorize import authorize_handler
 from ._common import AuthorizationServer, ClientDocuments, Endpoint
+from ._consent_page import consent_routes
 from ._metadata import metadata_document, metadata_routes
+from ._proxy_pages import proxy_page_routes
 from ._register import register_handler
 from ._revoke import revoke_handler
 from ._token import token_handler
@@ -40,12 +43,11 @@ Handler = Callable[[AuthorizationServer, Request], Awaitable[Response]]
 
 def _client_documents(issuer: str) -> ClientDocuments:
     """CIMD (`mcp_resolve.auth.cimd`): loopback `http` documents are accepted only by a loopback issuer."""
-    import importlib
+    from .....auth.cimd import ClientMetadataDocuments
 
-    cimd: Any = importlib.import_module("mcp_resolve.auth.cimd")
     host = urlsplit(issuer).hostname or ""
     loopback = urlsplit(issuer).scheme == "http" and host in ("127.0.0.1", "localhost", "::1")
-    return cast("ClientDocuments", cimd.ClientMetadataDocuments(allow_http_loopback=loopback))
+    return cast("ClientDocuments", ClientMetadataDocuments(allow_http_loopback=loopback))
 
 
 def authorization_server(server: ServedServer) -> AuthorizationServer:
@@ -91,6 +93,8 @@ def authorization_server_routes(server: ServedServer) -> list[Route]:
     if auth.revocation_enabled:
         revoke = Endpoint(_bound(revoke_handler, auth), ("POST",))
         routes.append(Route(auth.path("/revoke"), _open_to_browsers(revoke)))
-    # ---- The provider's own pages: a provider that proxies an upstream (OAuthProxy) adds its
-    # ---- /consent, /auth/callback and /.well-known/jwks.json routes here.
+    # A provider that signs the person in upstream (OAuthProxy) has pages of its own.
+    if isinstance(auth.provider, ProxiesUpstream):
+        routes.extend(consent_routes(auth.provider, auth.path("/consent")))
+        routes.extend(proxy_page_routes(auth.provider))
     return routes

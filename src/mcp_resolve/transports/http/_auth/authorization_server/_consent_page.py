@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .....auth.proxy import (
+from .....auth.proxy.pages import (
     BROWSER_COOKIE,
     REMEMBER_COOKIE,
     ConsentFlow,

@@ -1,0 +1,533 @@
+"""`OAuthProxy`: the authorization server MCP clients see, signing the person in at an upstream provider.
+
+MCP clients expect an authorization server that registers them on the fly
+(DCR or a Client ID Metadata Document) and issues tokens for the MCP server's
+own URL. GitHub and Google do neither. The proxy is that server, on the MCP
+server's origin, and sends the person upstream to sign in:
+
+    client ── /authorize ─▶ proxy ── /consent ─▶ person approves ─▶ upstream login
+    client ◀─ code ─────── proxy ◀─ /auth/callback (upstream code) ───────┘
+    client ── /token ─────▶ proxy: its own JWT and refresh token; the upstream's stay here
+
+Everything between those steps lives in the store, sealed (AES-GCM), under
+names that are hashes of any secret they hold, so a fleet serves each step on
+any worker and a store dump holds no token. The upstream's tokens never leave:
+a tool that needs one asks for it with the `upstream_token` resolver.
+
+The pieces each have a module: `_grants` (our tokens), `_keys` (their signing
+keys), `_vault` (sealing), `_upstream` (the upstream's endpoints), `_consent`
+(the page's rules). This module is the sequence.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from pydantic import AnyUrl, PrivateAttr
+
+from ..provider import (
+    AuthorizationCode,
+    AuthorizationParams,
+    ClientRegistrationOptions,
+    OAuthClientInformationFull,
+    OAuthToken,
+    RefreshToken,
+    RevocationOptions,
+    TokenError,
+    construct_redirect_uri,
+)
+from ..tokens import AccessToken, AuthSettings, check_scope
+from ._consent import ConsentGuard, ConsentView
+from ._grants import Grant, Grants
+from ._keys import SigningKeys
+from ._upstream import UpstreamClient, UpstreamConfig, UpstreamError, UpstreamTokens
+from ._vault import SealedStore, Vault, derive_key, secret_name
+from .identity import UpstreamIdentity
+from .pages import PageError
+
+if TYPE_CHECKING:
+    from ...stores.keyvalue import KeyValueStore
+
+__all__ = ["OAuthProxy", "ProxiedAccessToken", "UpstreamToken"]
+
+logger = logging.getLogger("mcp_resolve.auth.proxy")
+
+DEFAULT_CLAIMS = ("login", "email", "name", "groups")
+"""The identity claims the proxy's tokens carry unless the operator chooses others."""
+
+_CLIENT_TTL_S = 90 * 86400
+_REFRESH_MARGIN_S = 60
+"""An upstream token this close to its expiry is refreshed before it is handed to a tool."""
+
+
+def _s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class UpstreamToken:
+    """A fresh upstream access token, for a tool calling the upstream's API on the person's behalf.
+
+    Never in a schema (it comes from a resolver), never in `repr` or logs; pass
+    `headers()` to your HTTP client. It is the person's token at the upstream,
+    not ours: do not hand it to anyone else.
+    """
+
+    __slots__ = ("expires_at", "scope", "token")
+
+    def __init__(self, token: str, expires_at: float | None, scope: str | None) -> None:
+        self.token = token
+        self.expires_at = expires_at
+        self.scope = scope
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def __repr__(self) -> str:
+        return f"UpstreamToken(expires_at={self.expires_at!r}, scope={self.scope!r})"
+
+
+class ProxiedAccessToken(AccessToken):
+    """An access token this proxy issued: it knows its way back to the upstream tokens of its grant."""
+
+    _proxy: OAuthProxy | None = PrivateAttr(default=None)
+
+    @property
+    def grant_id(self) -> str | None:
+        gid = (self.claims or {}).get("gid")
+        return gid if isinstance(gid, str) else None
+
+    @property
+    def proxy(self) -> OAuthProxy | None:
+        return self._proxy
+
+    def bound_to(self, proxy: OAuthProxy) -> ProxiedAccessToken:
+        self._proxy = proxy
+        return self
+
+
+class OAuthProxy:
+    """An authorization server in front of the MCP server that signs the person in upstream.
+
+    `MCPServer("desk", auth_server_provider=GitHubProvider(client_id=..., client_secret=...,
+    base_url="https://desk.example.com"))` is the whole set-up: the proxy knows its own token
+    verifier and settings (`protection()`), so no `auth=` is needed.
+
+    `base_url` is the public origin of the MCP server (what clients and the person's browser
+    reach); `mcp_path` where the MCP endpoint is; `scopes` the scopes this server's tools use
+    (what clients may ask for; `required_scopes` must be held for every request); `claims` the
+    upstream identity fields the tokens carry (`UpstreamIdentity`); `store` where the proxy's
+    state lives (a `KeyValueStore`; in memory by default: use Redis or SQLite for more than one
+    worker); `encryption_key` the secret that seals it (default: derived from the upstream client
+    secret, which every worker shares); `consent` shows the consent page (keep it on: it is the
+    confused-deputy protection MCP requires of a proxy); `remember_consent` skips it for a client
+    this browser approved before.
+    """
+
+    callback_path = "/auth/callback"
+
+    def __init__(
+        self,
+        *,
+        upstream: UpstreamConfig,
+        base_url: str,
+        mcp_path: str = "/mcp",
+        scopes: Sequence[str] = (),
+        required_scopes: Sequence[str] | None = None,
+        claims: Sequence[str] = DEFAULT_CLAIMS,
+        store: KeyValueStore | str | os.PathLike[str] | None = None,
+        encryption_key: str | bytes | None = None,
+        consent: bool = True,
+        remember_consent: bool = True,
+        client_registration: bool = True,
+        client_id_metadata_documents: bool = True,
+        access_token_ttl_s: float = 3600,
+        refresh_token_ttl_s: float = 30 * 86400,
+        transaction_ttl_s: float = 600,
+        code_ttl_s: float = 60,
+        key_rotation_s: float = 86400,
+    ) -> None:
+        self.upstream_config = upstream
+        self.base_url = base_url.rstrip("/")
+        self.issuer = self.base_url
+        self.resource = self.base_url + "/" + mcp_path.strip("/")
+        self.scopes = tuple(check_scope(s) for s in scopes)
+        self.required_scopes = tuple(required_scopes) if required_scopes is not None else None
+        self.claims = tuple(claims)
+        self.show_consent = consent
+        self.client_registration = client_registration
+        self.access_token_ttl_s = access_token_ttl_s
+        self.transaction_ttl_s = transaction_ttl_s
+        self.code_ttl_s = code_ttl_s
+        self.refresh_token_ttl_s = refresh_token_ttl_s
+        secret = self._secret(encryption_key, upstream, store)
+        self.state = SealedStore(_store(store), Vault(derive_key(secret, "mcp-resolve proxy state")))
+        self.consent = ConsentGuard(
+            derive_key(secret, "mcp-resolve proxy consent"), remember=remember_consent
+        )
+        self.keys = SigningKeys(
+            self.state, rotation_s=key_rotation_s, keep_s=key_rotation_s + access_token_ttl_s
+        )
+        self.grants = Grants(
+            self.state,
+            self.keys,
+            issuer=self.issuer,
+            access_token_ttl_s=access_token_ttl_s,
+            refresh_token_ttl_s=refresh_token_ttl_s,
+        )
+        self.upstream = UpstreamClient(upstream)
+        self.client_id_metadata_documents = client_id_metadata_documents
+
+    @staticmethod
+    def _secret(
+        key: str | bytes | None, upstream: UpstreamConfig, store: object
+    ) -> str | bytes:
+        """The secret the proxy's state is sealed with: the operator's, else the upstream client secret.
+
+        Every worker of a fleet must derive the same keys, so a shared store with
+        neither is refused rather than sealed with a key only one worker knows.
+        """
+        if key:
+            return key
+        if upstream.client_secret:
+            # As strong as the client secret itself (which every worker shares), whatever its length.
+            return hashlib.sha256(b"mcp-resolve proxy secret:" + upstream.client_secret.encode()).digest()
+        if store is None:
+            return secrets.token_bytes(32)
+        raise ValueError(
+            "OAuthProxy(encryption_key=...) is needed: the upstream client has no secret to derive "
+            "the key from, and a shared store must be sealed with a key every worker knows"
+        )
+
+    # -- what MCPServer asks -----------------------------------------------------------------
+
+    def protection(self) -> tuple[ProxyTokenVerifier, AuthSettings]:
+        """The verifier of the tokens this proxy issues, and the settings that announce it."""
+        settings = AuthSettings(
+            issuer_url=self.issuer,
+            resource_server_url=self.resource,
+            required_scopes=self.required_scopes,
+            client_registration_options=ClientRegistrationOptions(
+                enabled=self.client_registration, valid_scopes=list(self.scopes) or None
+            ),
+            revocation_options=RevocationOptions(enabled=True),
+            client_id_metadata_documents=self.client_id_metadata_documents,
+        )
+        return ProxyTokenVerifier(self), settings
+
+    # -- clients ---------------------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        """A client registered here (a CIMD client's document is fetched by the endpoints)."""
+        record = await self.state.get(secret_name("client", client_id))
+        return OAuthClientInformationFull.model_validate(record) if record is not None else None
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        await self.state.put(
+            secret_name("client", client_info.client_id),
+            client_info.model_dump(mode="json", exclude_none=True),
+            ttl=_CLIENT_TTL_S,
+        )
+
+    # -- the person's way through: authorize, consent, upstream, callback ---------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        """Keep the request as a transaction; send the person to the consent page (or straight upstream)."""
+        txn = secrets.token_urlsafe(32)
+        record = {
+            "client_id": client.client_id,
+            "client_name": client.client_name,
+            "redirect_uri": str(params.redirect_uri),
+            "explicit": params.redirect_uri_provided_explicitly,
+            "state": params.state,
+            "scopes": list(params.scopes if params.scopes is not None else self.scopes),
+            "code_challenge": params.code_challenge,
+            "resource": params.resource,
+            "verifier": secrets.token_urlsafe(48),
+            "nonce": secrets.token_urlsafe(24),
+            "approved": not self.show_consent,
+        }
+        await self.state.put(secret_name("txn", txn), record, ttl=self.transaction_ttl_s)
+        if not self.show_consent:
+            return await self._upstream_url(txn, record)
+        return f"{self.base_url}/consent?{_query(txn=txn)}"
+
+    async def consent_view(self, txn: str) -> ConsentView | None:
+        record = await self.state.get(secret_name("txn", txn))
+        if record is None:
+            return None
+        return ConsentView(
+            client_id=record["client_id"],
+            client_name=record.get("client_name"),
+            redirect_uri=record["redirect_uri"],
+            scopes=tuple(record["scopes"]),
+            resource=record.get("resource"),
+            upstream=self.upstream_config.label,
+        )
+
+    async def decide(self, txn: str, approve: bool) -> str:
+        """Approve: on to the upstream's login. Deny: back to the client with `access_denied`."""
+        name = secret_name("txn", txn)
+        if not approve:
+            record = await self.state.take(name)
+            if record is None:
+                raise PageError(
+                    "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
+                )
+            return self._client_redirect(
+                record, error="access_denied", error_description="the person declined"
+            )
+        record = await self.state.get(name)
+        if record is None:
+            raise PageError(
+                "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
+            )
+        record["approved"] = True
+        await self.state.put(name, record, ttl=self.transaction_ttl_s)
+        return await self._upstream_url(txn, record)
+
+    async def _upstream_url(self, txn: str, record: dict[str, Any]) -> str:
+        try:
+            return await self.upstream.authorization_url(
+                state=txn,
+                code_challenge=_s256(record["verifier"]),
+                redirect_uri=self.base_url + self.callback_path,
+                nonce=record["nonce"],
+            )
+        except UpstreamError as exc:
+            logger.warning("upstream unavailable at authorization: %s", exc)
+            raise PageError(
+                "Sign-in unavailable",
+                f"{self.upstream_config.label} cannot be reached right now. Try again later.",
+                status=503,
+            ) from None
+
+    async def upstream_returned(
+        self, *, state: str | None, code: str | None, error: str | None, error_description: str | None
+    ) -> str:
+        """The upstream sent the person back: make our code for the client, or pass the refusal on."""
+        record = await self.state.take(secret_name("txn", state)) if state else None
+        if record is None or not record.get("approved"):
+            raise PageError(
+                "Sign-in expired",
+                "This sign-in request is unknown or no longer valid. Start again from your app.",
+            )
+        if error or not code:
+            logger.info("upstream refused the sign-in: %s", (error or "no code")[:64])
+            return self._client_redirect(
+                record, error="access_denied", error_description="the sign-in was not completed"
+            )
+        try:
+            tokens = await self.upstream.exchange_code(
+                code=code, code_verifier=record["verifier"], redirect_uri=self.base_url + self.callback_path
+            )
+            identity = await self.upstream.identity(tokens, nonce=record["nonce"])
+        except UpstreamError as exc:
+            logger.warning("upstream sign-in failed: %s", exc)
+            return self._client_redirect(
+                record,
+                error="temporarily_unavailable" if exc.kind == "unreachable" else "access_denied",
+                error_description=f"{self.upstream_config.label} sign-in failed",
+            )
+        grant = Grant(
+            grant_id=secrets.token_urlsafe(16),
+            client_id=record["client_id"],
+            subject=identity.subject,
+            scopes=tuple(record["scopes"]),
+            resource=record.get("resource") or self.resource,
+            claims=self._selected_claims(identity),
+            expires_at=time.time() + self.refresh_token_ttl_s,
+        )
+        await self.grants.create(grant)
+        await self._keep_upstream(grant.grant_id, tokens)
+        code_value = secrets.token_urlsafe(32)
+        await self.state.put(
+            secret_name("code", code_value),
+            {
+                "grant_id": grant.grant_id,
+                "client_id": grant.client_id,
+                "scopes": list(grant.scopes),
+                "code_challenge": record["code_challenge"],
+                "redirect_uri": record["redirect_uri"],
+                "explicit": record["explicit"],
+                "resource": record.get("resource"),
+                "subject": identity.subject,
+                "expires_at": time.time() + self.code_ttl_s,
+            },
+            ttl=self.code_ttl_s,
+        )
+        return self._client_redirect(record, code=code_value)
+
+    def _selected_claims(self, identity: UpstreamIdentity) -> dict[str, Any]:
+        kept = {"upstream", "upstream_sub", *self.claims}
+        return {name: value for name, value in identity.to_claims().items() if name in kept}
+
+    def _client_redirect(self, record: dict[str, Any], **params: str | None) -> str:
+        return construct_redirect_uri(
+            record["redirect_uri"], **params, state=record.get("state"), iss=self.issuer
+        )
+
+    async def jwks(self) -> dict[str, Any]:
+        return await self.keys.jwks()
+
+    # -- codes and tokens ------------------------------------------------------------------
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> ProxyAuthorizationCode | None:
+        name = secret_name("code", authorization_code)
+        record = await self.state.get(name)
+        if record is None:
+            await self._revoke_if_replayed(authorization_code)
+            return None
+        return ProxyAuthorizationCode(
+            code=authorization_code,
+            scopes=record["scopes"],
+            expires_at=record["expires_at"],
+            client_id=record["client_id"],
+            code_challenge=record["code_challenge"],
+            redirect_uri=AnyUrl(record["redirect_uri"]),
+            redirect_uri_provided_explicitly=record["explicit"],
+            resource=record.get("resource"),
+            subject=record.get("subject"),
+            grant_id=record["grant_id"],
+        )
+
+    async def _revoke_if_replayed(self, code: str) -> None:
+        """A code presented after it was used: revoke every token issued from it (RFC 6749 §4.1.2)."""
+        used = await self.state.get(secret_name("used-code", code))
+        if used is not None:
+            logger.warning("an authorization code was presented twice: its grant is revoked")
+            await self.grants.revoke(used["grant_id"])
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: ProxyAuthorizationCode
+    ) -> OAuthToken:
+        record = await self.state.take(secret_name("code", authorization_code.code))
+        if record is None:  # another request took it first: a replay
+            await self._revoke_if_replayed(authorization_code.code)
+            raise TokenError("invalid_grant", "the authorization code was already used")
+        await self.state.put(
+            secret_name("used-code", authorization_code.code),
+            {"grant_id": record["grant_id"]},
+            ttl=self.refresh_token_ttl_s,
+        )
+        return await self.grants.issue(record["grant_id"], authorization_code.scopes)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
+        return await self.grants.load_refresh(client.client_id, refresh_token)
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        return await self.grants.refresh(client.client_id, refresh_token.token, scopes)
+
+    async def load_access_token(self, token: str) -> ProxiedAccessToken | None:
+        verified = await self.grants.verify(token, audience=self.resource)
+        if verified is None:
+            return None
+        return ProxiedAccessToken.model_validate(verified.model_dump()).bound_to(self)
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        await self.grants.revoke_token(token.token)
+
+    # -- the upstream's tokens, for tools ----------------------------------------------------
+
+    async def _keep_upstream(self, grant_id: str, tokens: UpstreamTokens) -> None:
+        await self.state.put(
+            f"upstream:{grant_id}",
+            {
+                "access_token": tokens.access_token,
+                "refresh_token": tokens.refresh_token,
+                "expires_at": tokens.expires_at,
+                "scope": tokens.scope,
+            },
+            ttl=self.refresh_token_ttl_s,
+        )
+
+    async def upstream_token(self, token: AccessToken) -> UpstreamToken:
+        """A fresh upstream access token for the grant `token` belongs to, refreshed upstream when due."""
+        gid = (token.claims or {}).get("gid")
+        if not isinstance(gid, str) or await self.grants.get(gid) is None:
+            raise UpstreamError("refused", "this access token has no live grant at the proxy")
+        for _attempt in range(50):
+            record = await self.state.get(f"upstream:{gid}")
+            if record is None:
+                raise UpstreamError("refused", "the upstream tokens of this grant are gone")
+            expires_at = record.get("expires_at")
+            if (
+                expires_at is None
+                or expires_at - _REFRESH_MARGIN_S > time.time()
+                or not record.get("refresh_token")
+            ):
+                return UpstreamToken(record["access_token"], expires_at, record.get("scope"))
+            # One worker refreshes (the upstream may rotate its refresh token); the others wait for it.
+            if await self.state.put(f"refreshing:{gid}", {}, ttl=30, only_new=True):
+                try:
+                    fresh = await self.upstream.refresh(record["refresh_token"])
+                    if fresh.refresh_token is None:
+                        fresh = UpstreamTokens(
+                            access_token=fresh.access_token,
+                            refresh_token=record["refresh_token"],
+                            expires_at=fresh.expires_at,
+                            id_token=None,
+                            scope=fresh.scope,
+                        )
+                    await self._keep_upstream(gid, fresh)
+                    return UpstreamToken(fresh.access_token, fresh.expires_at, fresh.scope)
+                finally:
+                    await self.state.delete(f"refreshing:{gid}")
+            await anyio.sleep(0.1)
+        raise UpstreamError(
+            "unreachable", "the upstream token is being refreshed elsewhere and did not arrive"
+        )
+
+    async def aclose(self) -> None:
+        await self.upstream.aclose()
+
+
+class ProxyAuthorizationCode(AuthorizationCode):
+    grant_id: str
+
+
+class ProxyTokenVerifier:
+    """Verifies the proxy's own access tokens: signature, issuer, audience, expiry, and a live grant."""
+
+    def __init__(self, proxy: OAuthProxy) -> None:
+        self.proxy = proxy
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        return await self.proxy.load_access_token(token)
+
+
+def _store(store: KeyValueStore | str | os.PathLike[str] | None) -> KeyValueStore:
+    """The store `OAuthProxy(store=...)` names: one given, a Redis URL, a SQLite file, or memory."""
+    if store is None:
+        from ...stores.keyvalue import MemoryKeyValueStore
+
+        return MemoryKeyValueStore()
+    if isinstance(store, str) and store.startswith(("redis://", "rediss://", "unix://")):
+        from ...stores import RedisConnection, RedisKeyValueStore
+
+        return RedisKeyValueStore(RedisConnection(store, prefix="mcp-resolve:oauth-proxy"), name="proxy")
+    if isinstance(store, (str, os.PathLike)):
+        from ...stores import SqliteKeyValueStore
+
+        return SqliteKeyValueStore(store)
+    return store
+
+
+def _query(**params: str) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode(params)

@@ -1,0 +1,68 @@
+"""Sign in with the provider you already have: our Client through an OAuthProxy, nothing mocked.
+
+The upstream is oidc-provider on loopback, set up as Google (OpenID, ID token,
+opaque tokens, no DCR, no resource indicators) or as GitHub (plain OAuth, the
+identity from GET /user). The person is `ConsentingBrowser`: it approves on the
+proxy's consent page and signs in upstream. The client registers at the proxy,
+logs in, calls tools that read the upstream identity and use the upstream token,
+refreshes, and steps up; identity reaches every round of a 2026-07-28 call and a task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_resolve import Client
+from mcp_resolve.client.auth import OAuth
+from proxy_helpers import ConsentingBrowser, proxied_desk
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+
+def _text(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+@pytest.mark.parametrize("mode", ["oidc", "oauth"])
+async def test_login_call_refresh_and_step_up_through_the_proxy(mode: str) -> None:
+    async with proxied_desk(mode) as (_upstream, proxy, url):
+        person = ConsentingBrowser()
+        auth = OAuth(redirect_handler=person, callback_handler=person)
+        async with Client(url, auth=auth) as client:
+            who = _text(await client.call_tool("whoami", {}))
+            provider = "google" if mode == "oidc" else "github"
+            assert who.startswith(f"{provider}:alice"), who
+            assert person.consent_pages == 1
+            me = _text(await client.call_tool("upstream_me", {}))
+            assert me.startswith("200 ") and "alice" in me, me
+
+            # Step-up: refund needs WRITE; the client authorizes again (the browser remembers the approval).
+            refunded = await client.call_tool("refund", {})
+            assert _text(refunded) == "refunded for alice", _text(refunded)
+            assert person.consent_pages == 1
+
+            # Refresh: the stored access token is spoiled; the 401 makes the client refresh, no login.
+            auth._tokens[url]["access_token"] = "spoiled"  # type: ignore[index]
+            logins = len(person.callbacks)
+            assert _text(await client.call_tool("whoami", {})).startswith(f"{provider}:alice")
+            assert len(person.callbacks) == logins
+        await proxy.aclose()
+
+
+async def test_identity_reaches_every_round_and_a_task() -> None:
+    async with proxied_desk("oidc") as (_upstream, proxy, url):
+        person = ConsentingBrowser()
+
+        async def answer(_params: Any) -> dict[str, Any]:
+            return {"action": "accept", "content": {"sure": True}}
+
+        auth = OAuth(redirect_handler=person, callback_handler=person)
+        async with Client(url, auth=auth, elicitation_handler=answer) as client:
+            assert client.protocol_version == "2026-07-28"
+            assert _text(await client.call_tool("careful", {})) == "alice sure=True"
+            handle = await client.call_tool_task("slow_whoami", {})
+            assert handle.task_id is not None
+            assert _text(await handle.result()) == "task for alice"
+        await proxy.aclose()
