@@ -33,7 +33,7 @@ class MemoryConsentFlow:
     async def consent_view(self, txn: str) -> ConsentView | None:
         return self.pending.get(txn)
 
-    async def decide(self, txn: str, approve: bool) -> str:
+    async def decide(self, txn: str, approve: bool, *, browser: str | None = None) -> str:
         view = self.pending.pop(txn, None)
         if view is None:
             raise LookupError(txn)

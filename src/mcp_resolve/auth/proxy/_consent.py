@@ -327,7 +327,8 @@ class ConsentFlow(Protocol):
 
     async def consent_view(self, txn: str) -> ConsentView | None: ...
 
-    async def decide(self, txn: str, approve: bool) -> str:
+    async def decide(self, txn: str, approve: bool, *, browser: str | None = None) -> str:
         """The URL to send the browser to: upstream's authorize URL, or the client's redirect URI
-        with an `access_denied` error."""
+        with an `access_denied` error. `browser` is the deciding browser's cookie, so that only
+        this browser can finish the sign-in (the upstream's answer comes back through it)."""
         ...

@@ -68,6 +68,10 @@ _REFRESH_MARGIN_S = 60
 """An upstream token this close to its expiry is refreshed before it is handed to a tool."""
 
 
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
 def _s256(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
@@ -187,9 +191,7 @@ class OAuthProxy:
         self.client_id_metadata_documents = client_id_metadata_documents
 
     @staticmethod
-    def _secret(
-        key: str | bytes | None, upstream: UpstreamConfig, store: object
-    ) -> str | bytes:
+    def _secret(key: str | bytes | None, upstream: UpstreamConfig, store: object) -> str | bytes:
         """The secret the proxy's state is sealed with: the operator's, else the upstream client secret.
 
         Every worker of a fleet must derive the same keys, so a shared store with
@@ -273,8 +275,13 @@ class OAuthProxy:
             upstream=self.upstream_config.label,
         )
 
-    async def decide(self, txn: str, approve: bool) -> str:
-        """Approve: on to the upstream's login. Deny: back to the client with `access_denied`."""
+    async def decide(self, txn: str, approve: bool, *, browser: str | None = None) -> str:
+        """Approve: on to the upstream's login. Deny: back to the client with `access_denied`.
+
+        The approving browser is written into the transaction: the upstream's answer is accepted
+        only through it, so an approval cannot be carried to someone else's browser (a person
+        signed in at the upstream who follows a link to it would otherwise sign the link's author
+        in as themselves)."""
         name = secret_name("txn", txn)
         if not approve:
             record = await self.state.take(name)
@@ -291,6 +298,7 @@ class OAuthProxy:
                 "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
             )
         record["approved"] = True
+        record["browser"] = _digest(browser) if browser else None
         await self.state.put(name, record, ttl=self.transaction_ttl_s)
         return await self._upstream_url(txn, record)
 
@@ -311,10 +319,23 @@ class OAuthProxy:
             ) from None
 
     async def upstream_returned(
-        self, *, state: str | None, code: str | None, error: str | None, error_description: str | None
+        self,
+        *,
+        state: str | None,
+        code: str | None,
+        error: str | None,
+        error_description: str | None,
+        browser: str | None = None,
     ) -> str:
         """The upstream sent the person back: make our code for the client, or pass the refusal on."""
         record = await self.state.take(secret_name("txn", state)) if state else None
+        if record is not None and record.get("browser") and record["browser"] != _digest(browser or ""):
+            logger.warning("an upstream answer came back through another browser than the one that approved")
+            raise PageError(
+                "Sign-in refused",
+                "This sign-in was approved in another browser. Start again from your app, in this browser.",
+                status=403,
+            )
         if record is None or not record.get("approved"):
             raise PageError(
                 "Sign-in expired",

@@ -51,10 +51,17 @@ class ProxiesUpstream(ConsentFlow, Protocol):
     """Where the upstream sends the person back (`/auth/callback`), registered at the upstream."""
 
     async def upstream_returned(
-        self, *, state: str | None, code: str | None, error: str | None, error_description: str | None
+        self,
+        *,
+        state: str | None,
+        code: str | None,
+        error: str | None,
+        error_description: str | None,
+        browser: str | None = None,
     ) -> str:
         """The URL to send the person on to (the client's redirect URI with a code or an error);
-        `PageError` when there is no client to send them to (unknown or expired state)."""
+        `PageError` when there is no client to send them to (unknown or expired state, or another
+        browser than the one that approved: `browser` is the consent page's cookie)."""
         ...
 
     async def jwks(self) -> dict[str, Any]:

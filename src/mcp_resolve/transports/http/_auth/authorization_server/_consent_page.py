@@ -29,12 +29,13 @@ from .....auth.proxy.pages import (
     REMEMBER_COOKIE,
     ConsentFlow,
     ConsentGuard,
+    PageError,
     render_consent,
     render_error,
 )
 from ..._wire.body import ClientGone, read_body
 
-__all__ = ["SECURITY_HEADERS", "consent_routes"]
+__all__ = ["SECURITY_HEADERS", "browser_of", "consent_routes", "page_error"]
 
 SECURITY_HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
@@ -74,6 +75,16 @@ def _cookie_name(request: Request, name: str) -> tuple[str, bool]:
     it from any other host or path), the plain name over http (loopback development)."""
     secure = request.url.scheme == "https"
     return (f"__Host-{name}" if secure else name), secure
+
+
+def browser_of(request: Request) -> str | None:
+    """The per-browser cookie the consent page set (None when this browser has none)."""
+    return request.cookies.get(_cookie_name(request, BROWSER_COOKIE)[0])
+
+
+def page_error(error: PageError) -> Response:
+    """The page a person sees when the proxy cannot go on (expired, upstream down ...)."""
+    return _error(error.status, error.title, error.message)
 
 
 def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
@@ -119,20 +130,27 @@ class _Consent:
         # A remembered approval decides only on a top-level navigation (what a person's browser does
         # when the application opens the sign-in), never for an embedded or scripted fetch.
         navigating = request.headers.get("sec-fetch-mode", "navigate") == "navigate"
-        if navigating and self.guard.remembered(remembered, view.client_id, view.redirect_uri):
-            try:
-                return _redirect(await self.flow.decide(txn, True))
-            except LookupError:
-                return _error(404, *_EXPIRED)
-        browser = request.cookies.get(_cookie_name(request, BROWSER_COOKIE)[0])
+        browser = browser_of(request)
         fresh = not self.guard.is_browser(browser)
         if fresh:
             browser = self.guard.new_browser()
         assert browser is not None
-        page = render_consent(view, txn=txn, csrf=self.guard.csrf(txn, browser), action=self.action(request))
-        response = HTMLResponse(page, headers=_headers())
+        response: Response
+        if navigating and self.guard.remembered(remembered, view.client_id, view.redirect_uri):
+            try:
+                response = _redirect(await self.flow.decide(txn, True, browser=browser))
+            except LookupError:
+                return _error(404, *_EXPIRED)
+            except PageError as error:
+                return page_error(error)
+        else:
+            page = render_consent(
+                view, txn=txn, csrf=self.guard.csrf(txn, browser), action=self.action(request)
+            )
+            response = HTMLResponse(page, headers=_headers())
         if fresh:
-            # A session cookie: the CSRF binding needs it only while this page is open.
+            # A session cookie: the CSRF binding needs it while this page is open, and the upstream's
+            # answer must come back to the browser that decided (the callback checks it).
             cookie, secure = _cookie_name(request, BROWSER_COOKIE)
             response.set_cookie(cookie, browser, path="/", secure=secure, httponly=True, samesite="lax")
         return response
@@ -161,7 +179,7 @@ class _Consent:
             return _error(400, "Bad request", "The form is malformed.")
         assert txn is not None
         site = request.headers.get("sec-fetch-site")
-        browser = request.cookies.get(_cookie_name(request, BROWSER_COOKIE)[0]) or ""
+        browser = browser_of(request) or ""
         if (site is not None and site != "same-origin") or not self.guard.check_csrf(txn, browser, token):
             return _error(403, *_REFUSED)
         view = await self.flow.consent_view(txn)
@@ -169,9 +187,11 @@ class _Consent:
             return _error(404, *_EXPIRED)
         approve = decision == "approve"
         try:
-            url = await self.flow.decide(txn, approve)
+            url = await self.flow.decide(txn, approve, browser=browser)
         except LookupError:
             return _error(404, *_EXPIRED)
+        except PageError as error:
+            return page_error(error)
         response = _redirect(url)
         if approve and self.guard.remembers:
             remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])

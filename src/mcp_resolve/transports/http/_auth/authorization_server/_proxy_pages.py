@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from .....auth.proxy.pages import PageError, render_error
+from .....auth.proxy.pages import PageError
+from ._consent_page import browser_of, page_error
 
 if TYPE_CHECKING:
     from .....auth.proxy.pages import ProxiesUpstream
@@ -25,19 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["proxy_page_routes"]
 
 _NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
-_PAGE_HEADERS = {
-    **_NO_STORE,
-    "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-    "x-frame-options": "DENY",
-}
 _CALLBACK_PARAMS = ("state", "code", "error", "error_description")
 _MAX_PARAM = 2048
-
-
-def _page(error: PageError) -> Response:
-    return HTMLResponse(
-        render_error(error.title, error.message), status_code=error.status, headers=_PAGE_HEADERS
-    )
 
 
 def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
@@ -48,7 +38,7 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
         for name in _CALLBACK_PARAMS:
             given = request.query_params.getlist(name)
             if len(given) > 1 or any(len(value) > _MAX_PARAM for value in given):
-                return _page(
+                return page_error(
                     PageError(
                         "Sign-in failed", "The sign-in response was malformed. Start again from your app."
                     )
@@ -60,9 +50,10 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
                 code=values["code"],
                 error=values["error"],
                 error_description=values["error_description"],
+                browser=browser_of(request),
             )
         except PageError as error:
-            return _page(error)
+            return page_error(error)
         return RedirectResponse(url, status_code=302, headers=_NO_STORE)
 
     async def jwks(request: Request) -> Response:
