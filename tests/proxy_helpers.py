@@ -70,13 +70,16 @@ class ConsentingBrowser:
         self.consent_pages = 0
         """How many consent pages this person saw (a remembered approval shows none)."""
         self.callbacks: list[str] = []
-        """Every redirect back to the client, in order."""
+        """The redirects back to the client not yet taken by a callback handler."""
+        self.sign_ins = 0
+        """How many times this person was sent to sign in."""
 
     async def redirect_uri(self) -> str:
         return self._redirect_uri
 
     async def __call__(self, url: str) -> None:
         """Our client's redirect handler (and the official SDK's): browse to the redirect back."""
+        self.sign_ins += 1
         self.callbacks.append(await self.visit(url))
 
     async def visit(self, url: str) -> str:

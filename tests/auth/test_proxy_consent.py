@@ -14,8 +14,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView, render_consent, render_error
 from mcp_resolve.auth.proxy._consent import redirect_target
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView, render_consent, render_error
 
 SECRET = b"0123456789abcdef-consent-tests"
 

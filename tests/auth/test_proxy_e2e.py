@@ -38,16 +38,24 @@ async def test_login_call_refresh_and_step_up_through_the_proxy(mode: str) -> No
             me = _text(await client.call_tool("upstream_me", {}))
             assert me.startswith("200 ") and "alice" in me, me
 
-            # Step-up: refund needs WRITE; the client authorizes again (the browser remembers the approval).
+            # Step-up: refund needs WRITE; the client authorizes again, and the person sees the page
+            # again: a remembered approval covers the scopes it approved, not wider ones.
             refunded = await client.call_tool("refund", {})
             assert _text(refunded) == "refunded for alice", _text(refunded)
-            assert person.consent_pages == 1
+            assert person.consent_pages == 2
 
             # Refresh: the stored access token is spoiled; the 401 makes the client refresh, no login.
             auth._tokens[url]["access_token"] = "spoiled"  # type: ignore[index]
-            logins = len(person.callbacks)
+            logins = person.sign_ins
             assert _text(await client.call_tool("whoami", {})).startswith(f"{provider}:alice")
-            assert len(person.callbacks) == logins
+            assert person.sign_ins == logins
+
+            # Tokens lost: the same client signs in again (the base scopes, then the step-up), both
+            # sets approved before, so the remembered approvals send the person straight upstream.
+            auth._tokens[url] = None
+            assert _text(await client.call_tool("refund", {})) == "refunded for alice"
+            assert person.sign_ins == logins + 2
+            assert person.consent_pages == 2
         await proxy.aclose()
 
 

@@ -29,6 +29,7 @@ from .....auth.proxy.pages import (
     REMEMBER_COOKIE,
     ConsentFlow,
     ConsentGuard,
+    ConsentView,
     PageError,
     render_consent,
     render_error,
@@ -98,6 +99,12 @@ def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers=_headers())
 
 
+def _approved(view: ConsentView) -> str:
+    """What a remembered approval covers: the redirect URI, the scopes and the resource, exactly.
+    A client asking for more (a step-up) or for something else shows the page again."""
+    return "\n".join((view.redirect_uri, " ".join(sorted(set(view.scopes))), view.resource or ""))
+
+
 def _valid_txn(txn: str | None) -> bool:
     return bool(txn) and len(txn or "") <= _MAX_TXN and (txn or "").isascii() and (txn or "").isprintable()
 
@@ -136,7 +143,7 @@ class _Consent:
             browser = self.guard.new_browser()
         assert browser is not None
         response: Response
-        if navigating and self.guard.remembered(remembered, view.client_id, view.redirect_uri):
+        if navigating and self.guard.remembered(remembered, view.client_id, _approved(view)):
             try:
                 response = _redirect(await self.flow.decide(txn, True, browser=browser))
             except LookupError:
@@ -195,7 +202,7 @@ class _Consent:
         response = _redirect(url)
         if approve and self.guard.remembers:
             remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])
-            value = self.guard.remember(remembered, view.client_id, view.redirect_uri)
+            value = self.guard.remember(remembered, view.client_id, _approved(view))
             _set_cookie(response, request, REMEMBER_COOKIE, value, int(self.guard.remember_s))
         return response
 
