@@ -250,7 +250,7 @@ class OAuthProxy:
             "redirect_uri": str(params.redirect_uri),
             "explicit": params.redirect_uri_provided_explicitly,
             "state": params.state,
-            "scopes": list(params.scopes if params.scopes is not None else self.scopes),
+            "scopes": self._granted(client, params.scopes),
             "code_challenge": params.code_challenge,
             "resource": params.resource,
             "verifier": secrets.token_urlsafe(48),
@@ -261,6 +261,20 @@ class OAuthProxy:
         if not self.show_consent:
             return await self._upstream_url(txn, record)
         return f"{self.base_url}/consent?{_query(txn=txn)}"
+
+    def _granted(self, client: OAuthClientInformationFull, asked: list[str] | None) -> list[str]:
+        """The scopes a sign-in asks the person for: those asked that this server has (an
+        authorization server may grant fewer than asked, RFC 6749 §3.3), else the least a client
+        gets: `required_scopes`, or what it registered."""
+        known = set(self.scopes)
+        if asked:
+            kept = [scope for scope in dict.fromkeys(asked) if not known or scope in known]
+            if kept:
+                return kept
+        if self.required_scopes:
+            return list(self.required_scopes)
+        registered = (client.scope or "").split()
+        return [scope for scope in registered if not known or scope in known]
 
     async def consent_view(self, txn: str) -> ConsentView | None:
         record = await self.state.get(secret_name("txn", txn))
