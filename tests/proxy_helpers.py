@@ -173,7 +173,11 @@ def desk(proxy: Any, userinfo_url: str) -> Any:
 
 @asynccontextmanager
 async def proxied_desk(
-    mode: str = "oidc", *, account: str = "alice", **proxy_options: Any
+    mode: str = "oidc",
+    *,
+    account: str = "alice",
+    upstream_options: dict[str, Any] | None = None,
+    **proxy_options: Any,
 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """(upstream, proxy, MCP URL) of `desk` behind an OAuthProxy whose upstream is oidc-provider in
     `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`)."""
@@ -181,7 +185,7 @@ async def proxied_desk(
     from mcp_resolve.auth.proxy import GitHubProvider, OIDCProxy
     from upstream_helpers import upstream_provider
 
-    async with upstream_provider(mode, account=account) as upstream:  # type: ignore[arg-type]
+    async with upstream_provider(mode, account=account, **(upstream_options or {})) as upstream:  # type: ignore[arg-type]
         made: dict[str, Any] = {}
 
         def make(base: str) -> Any:

@@ -10,6 +10,8 @@ refreshes, and steps up; identity reaches every round of a 2026-07-28 call and a
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 import pytest
@@ -74,3 +76,30 @@ async def test_identity_reaches_every_round_and_a_task() -> None:
             assert handle.task_id is not None
             assert _text(await handle.result()) == "task for alice"
         await proxy.aclose()
+
+
+@pytest.mark.parametrize("mode", ["oidc", "oauth"])
+async def test_an_expiring_upstream_token_is_refreshed_upstream_for_the_tool(mode: str) -> None:
+    """The upstream's access tokens live 30 s here, inside the proxy's one-minute margin: each tool
+    call that needs one gets a fresh one, refreshed at the upstream with its refresh token."""
+    async with proxied_desk(mode, upstream_options={"access_ttl_s": 30}) as (_upstream, proxy, url):
+        person = ConsentingBrowser()
+        auth = OAuth(redirect_handler=person, callback_handler=person)
+        async with Client(url, auth=auth) as client:
+            assert (await client.call_tool("whoami", {})).is_error is not True
+            name = f"upstream:{_grant_of(auth._tokens[url]['access_token'])}"  # type: ignore[index]
+            seen = [(await proxy.state.get(name))["access_token"]]
+            for _call in range(2):
+                answer = _text(await client.call_tool("upstream_me", {}))
+                assert answer.startswith("200 ") and "alice" in answer, answer
+                seen.append((await proxy.state.get(name))["access_token"])
+        assert len(set(seen)) == 3  # refreshed upstream for each call, and each fresh token worked there
+        assert person.sign_ins == 1
+        await proxy.aclose()
+
+
+def _grant_of(access_token: str) -> str:
+    """The grant id in one of the proxy's access tokens (its payload, read without verifying)."""
+    payload = access_token.split(".")[1]
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    return str(claims["gid"])
