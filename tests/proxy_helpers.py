@@ -116,10 +116,13 @@ class ConsentingBrowser:
 
         return AuthorizationResponse.from_url(self.callbacks.pop(0))
 
-    async def official_callback(self) -> tuple[str, str | None]:
-        """The official SDK's callback handler: (code, state) of the redirect back."""
+    async def official_callback(self) -> Any:
+        """The official SDK's callback handler: code, state and `iss` (RFC 9207) of the redirect back."""
+        from mcp.shared.auth import AuthorizationCodeResult
+
         query = parse_qs(urlsplit(self.callbacks.pop(0)).query)
-        return query["code"][0], query.get("state", [None])[0]
+        first = {name: values[0] for name, values in query.items()}
+        return AuthorizationCodeResult(code=first["code"], state=first.get("state"), iss=first.get("iss"))
 
 
 # ---------------------------------------------------------------------------------------------

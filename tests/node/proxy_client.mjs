@@ -1,22 +1,25 @@
 // The TypeScript SDK 1.x client (@modelcontextprotocol/sdk) signing in through an mcp-resolve OAuthProxy.
 //
-// Usage: node proxy_client.mjs MCP_URL PLAIN_TOOL SCOPED_TOOL WIDER_SCOPE
+// Usage: node proxy_client.mjs MCP_URL PLAIN_TOOL SCOPED_TOOL
 //
 // It connects with the SDK's own OAuth (discovery, dynamic registration, PKCE, `resource`), calls
 // PLAIN_TOOL, forces a refresh (the stored access token is spoiled, so the server answers 401 and the
 // SDK refreshes with its refresh token), calls PLAIN_TOOL again, then steps up to call SCOPED_TOOL,
-// which needs WIDER_SCOPE. The person is scripted: `browse` follows the authorization URL with a cookie
-// jar, presses Approve on the proxy's consent page, goes through the upstream's scripted login and
-// captures the redirect back. Prints one JSON line per step: {"step", ...}.
+// which needs a scope the first login did not ask for. The person is scripted: `browse` follows the
+// authorization URL with a cookie jar, presses Approve on the proxy's consent page, goes through the
+// upstream's scripted login and captures the redirect back. Every request the SDK makes goes through
+// `recorded` (the transport's `fetch`), which notes the token grants it posts and the last 403
+// challenge. Prints one JSON line per step: {"step", ...}.
 //
 // Step-up: SDK 1.x answers a 403 insufficient_scope by refreshing first, and a refresh never widens a
-// grant, so the app does what such an app must: it drops its tokens and authorizes again with the
-// wider scope (`auth(provider, {scope})`), then finishes the login as usual.
+// grant, so the same 403 comes back and the SDK gives up ("403 after trying upscoping"). The app then
+// does what such an app must: it drops its tokens and authorizes again with the scope the server's
+// challenge names (`auth(provider, {scope})`), then finishes the login as usual.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { auth, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { auth, extractWWWAuthenticateParams, UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const [url, plainTool, scopedTool, widerScope] = process.argv.slice(2);
+const [url, plainTool, scopedTool] = process.argv.slice(2);
 const REDIRECT = 'http://127.0.0.1:47999/callback';
 
 function say(step, details = {}) {
@@ -71,8 +74,22 @@ async function browse(start) {
     throw new Error('too many redirects');
 }
 
+// ---- what the SDK sends: the grant of every token request, the last 403 challenge ----
+const grants = [];
+let challenge;
+async function recorded(at, init = {}) {
+    if (new URL(at).pathname.endsWith('/token') && init.body) {
+        grants.push(new URLSearchParams(init.body).get('grant_type'));
+    }
+    const response = await fetch(at, init);
+    if (response.status === 403) {
+        challenge = extractWWWAuthenticateParams(response);
+    }
+    return response;
+}
+
 // ---- the SDK's OAuthClientProvider, in memory ----
-const store = { client: undefined, tokens: undefined, verifier: undefined, landed: undefined };
+const store = { client: undefined, tokens: undefined, verifier: undefined, landed: undefined, asked: undefined, logins: 0 };
 const provider = {
     get redirectUrl() { return REDIRECT; },
     get clientMetadata() {
@@ -88,7 +105,11 @@ const provider = {
         if (scope === 'all' || scope === 'tokens') store.tokens = undefined;
         if (scope === 'all' || scope === 'client') store.client = undefined;
     },
-    redirectToAuthorization: async authorizationUrl => { store.landed = await browse(authorizationUrl); },
+    redirectToAuthorization: async authorizationUrl => {
+        store.logins += 1;
+        store.asked = authorizationUrl.searchParams.get('scope');
+        store.landed = await browse(authorizationUrl);
+    },
 };
 
 function codeOf(landed) {
@@ -96,36 +117,66 @@ function codeOf(landed) {
     return landed.searchParams.get('code');
 }
 
-let transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
-let client = new Client({ name: 'ts-sdk-1x-proxy', version: '1.0.0' });
+const connect = async () => {
+    const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: recorded });
+    const client = new Client({ name: 'ts-sdk-1x-proxy', version: '1.0.0' });
+    return { transport, client, connected: client.connect(transport) };
+};
+let { transport, client, connected } = await connect();
 try {
-    await client.connect(transport);
+    await connected;
 } catch (error) {
     if (!(error instanceof UnauthorizedError)) throw error;
+    // The SDK's own way back from the redirect: the transport exchanges the code, then a new connection.
     await transport.finishAuth(codeOf(store.landed));
-    transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
-    client = new Client({ name: 'ts-sdk-1x-proxy', version: '1.0.0' });
-    await client.connect(transport);
+    ({ client, connected } = await connect());
+    await connected;
 }
-say('login', { iss: store.landed.searchParams.get('iss'), registered: Boolean(store.client?.client_id) });
+say('login', {
+    iss: store.landed.searchParams.get('iss'),
+    registered: Boolean(store.client?.client_id),
+    logins: store.logins,
+    scope: store.tokens.scope,
+    grants: grants.splice(0)
+});
 
 const text = result => result.content?.map(part => part.text ?? '').join('');
 say('call', { text: text(await client.callTool({ name: plainTool, arguments: {} })) });
 
 const before = store.tokens.refresh_token;
 store.tokens = { ...store.tokens, access_token: 'spoiled' };
-say('refresh', { text: text(await client.callTool({ name: plainTool, arguments: {} })), rotated: store.tokens.refresh_token !== before });
+say('refresh', {
+    text: text(await client.callTool({ name: plainTool, arguments: {} })),
+    rotated: Boolean(store.tokens.refresh_token) && store.tokens.refresh_token !== before,
+    logins: store.logins,
+    grants: grants.splice(0)
+});
 
+let first;
 try {
     await client.callTool({ name: scopedTool, arguments: {} });
-    say('step-up', { error: 'the scoped tool answered without a wider scope' });
 } catch (error) {
+    first = String(error.message ?? error).slice(0, 120);
+}
+if (first === undefined) {
+    say('step-up', { error: 'the scoped tool answered without a wider scope' });
+} else {
     // SDK 1.x: a refresh first (which cannot widen the grant), then this error; the app authorizes again.
+    const refreshedFirst = grants.splice(0);
     provider.invalidateCredentials('tokens');
-    const outcome = await auth(provider, { serverUrl: new URL(url), scope: widerScope });
+    const outcome = await auth(provider, { serverUrl: new URL(url), scope: challenge?.scope, fetchFn: recorded });
     if (outcome === 'REDIRECT') {
-        await auth(provider, { serverUrl: new URL(url), scope: widerScope, authorizationCode: codeOf(store.landed) });
+        await auth(provider, { serverUrl: new URL(url), authorizationCode: codeOf(store.landed), fetchFn: recorded });
     }
-    say('step-up', { first: String(error.message ?? error).slice(0, 120), text: text(await client.callTool({ name: scopedTool, arguments: {} })), scope: store.tokens.scope });
+    say('step-up', {
+        first,
+        refreshedFirst,
+        challenged: challenge?.scope,
+        asked: store.asked,
+        text: text(await client.callTool({ name: scopedTool, arguments: {} })),
+        scope: store.tokens.scope,
+        logins: store.logins,
+        grants: grants.splice(0)
+    });
 }
 await client.close();
