@@ -173,7 +173,8 @@ async def proxied_desk(
     mode: str = "oidc", *, account: str = "alice", **proxy_options: Any
 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """(upstream, proxy, MCP URL) of `desk` behind an OAuthProxy whose upstream is oidc-provider in
-    `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`)."""
+    `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`).
+    `upstream_options` among `proxy_options` are added to the loopback ones (`timeout_s`, say)."""
     from auth_helpers import serve_at_known_url
     from mcp_resolve.auth.proxy import GitHubProvider, OIDCProxy
     from upstream_helpers import upstream_provider
@@ -183,6 +184,7 @@ async def proxied_desk(
 
         def make(base: str) -> Any:
             options = {"scopes": [READ, WRITE], "required_scopes": [READ], **proxy_options}
+            more = dict(options.pop("upstream_options", None) or {})  # e.g. a short timeout_s
             if mode == "oidc":
                 proxy = OIDCProxy(
                     discovery_url=upstream.discovery_url,
@@ -190,7 +192,7 @@ async def proxied_desk(
                     client_secret=upstream.client_secret,
                     base_url=base,
                     upstream_name="google",
-                    upstream_options={"allow_http_loopback": True},
+                    upstream_options={"allow_http_loopback": True, **more},
                     **options,
                 )
             else:
@@ -204,6 +206,7 @@ async def proxied_desk(
                         "token_endpoint": endpoints["token_endpoint"],
                         "userinfo_endpoint": endpoints["userinfo_endpoint"],
                         "allow_http_loopback": True,
+                        **more,
                     },
                     **options,
                 )

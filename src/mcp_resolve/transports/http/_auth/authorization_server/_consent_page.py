@@ -5,7 +5,8 @@ client and redirect URI and the operator allows remembering, decides at once and
 takes the form: the CSRF token must match the transaction and this browser's cookie, and a browser
 that says the form came from another origin (`Sec-Fetch-Site`) is refused as well. Approve and
 Deny both answer 303 to the URL the flow decides (upstream's authorize URL, or the client's
-redirect URI with `access_denied`).
+redirect URI with `access_denied`). When the flow cannot decide (the upstream cannot be reached, say),
+the person gets its error page (`PageError`: 503 for an upstream that is down), never a 500.
 
 Every answer forbids framing and caching and sends no referrer. The page's CSP allows no script,
 no image, no frame and no base URL. It has no `form-action`: browsers apply that directive to the
@@ -29,6 +30,7 @@ from .....auth.proxy.pages import (
     REMEMBER_COOKIE,
     ConsentFlow,
     ConsentGuard,
+    PageError,
     render_consent,
     render_error,
 )
@@ -124,6 +126,8 @@ class _Consent:
                 return _redirect(await self.flow.decide(txn, True))
             except LookupError:
                 return _error(404, *_EXPIRED)
+            except PageError as error:
+                return _error(error.status, error.title, error.message)
         browser = request.cookies.get(_cookie_name(request, BROWSER_COOKIE)[0])
         fresh = not self.guard.is_browser(browser)
         if fresh:
@@ -172,6 +176,8 @@ class _Consent:
             url = await self.flow.decide(txn, approve)
         except LookupError:
             return _error(404, *_EXPIRED)
+        except PageError as error:  # the upstream cannot be reached (503), or the sign-in ended meanwhile
+            return _error(error.status, error.title, error.message)
         response = _redirect(url)
         if approve and self.guard.remembers:
             remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])
