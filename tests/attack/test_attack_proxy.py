@@ -32,8 +32,9 @@ import pytest
 
 from mcp_resolve import Client
 from mcp_resolve.auth.proxy._grants import Grant, Grants
-from mcp_resolve.stores import MemoryKeyValueStore
+from mcp_resolve.stores import KeyValueStoreFull, MemoryKeyValueStore
 from proxy_helpers import READ, WRITE, ConsentForm, proxied_desk
+from redis_helpers import redis_server
 from upstream_helpers import Answer, DocumentServer, follow_login
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -489,6 +490,29 @@ async def test_an_upstream_down_or_slow_at_the_code_exchange_sends_temporarily_u
         await proxy.aclose()
 
 
+async def test_a_github_like_user_endpoint_down_or_slow_at_the_callback_sends_temporarily_unavailable() -> (
+    None
+):
+    """Without OpenID the identity is a second call (GET /user) after the code exchange: it fails too."""
+    options = {"upstream_options": {"timeout_s": DEADLINE_S}}
+    async with proxied_desk("oauth", **options) as (upstream, proxy, url), person_at(url) as person:
+        app = await person.register()
+        for fault in ({"delay_ms": 8000}, {"status": 502}):
+            sign_in = await person.begin(app)
+            returned = await person.upstream_login(sign_in)
+            await upstream.faults({"/user": fault})
+            with anyio.fail_after(DEADLINE_S + 5):
+                answer = await person.callback(returned)
+            await upstream.faults({})
+            back = client_redirect(answer, sign_in)
+            assert back["error"] == "temporarily_unavailable", (fault, back)
+            assert "code" not in back
+        # The upstream well again: the same client signs in.
+        sign_in = await person.begin(app)
+        assert (await person.exchange(sign_in, await person.code(sign_in))).status_code == 200
+        await proxy.aclose()
+
+
 async def test_a_tool_using_the_upstream_token_gets_an_error_when_the_upstream_refresh_fails() -> None:
     options = {"upstream_options": {"timeout_s": DEADLINE_S}}
     async with proxied_desk("oidc", **options) as (upstream, proxy, url), person_at(url) as person:
@@ -522,6 +546,68 @@ async def test_a_tool_using_the_upstream_token_gets_an_error_when_the_upstream_r
             fresh = await proxy.state.get(f"upstream:{gid}")
             assert fresh is not None and fresh["access_token"] != kept["access_token"]
         await proxy.aclose()
+
+
+async def test_a_full_store_at_the_callback_sends_temporarily_unavailable_and_logs_no_stack(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The store is bounded; filled (a registration flood, say), the person who comes back from the
+    upstream gets an OAuth error at their app, not a 500, and no grant is left half-made."""
+    caplog.set_level(logging.INFO)
+    store = MemoryKeyValueStore(max_entries=200)
+    async with proxied_desk("oidc", store=store) as (_upstream, proxy, url), person_at(url) as person:
+        app = await person.register()
+        sign_in = await person.begin(app)
+        returned = await person.upstream_login(sign_in)
+        junk = 0
+        with pytest.raises(KeyValueStoreFull):
+            while junk < 1000:
+                await store.put(f"junk:{junk}", b"x", ttl=600)
+                junk += 1
+        entries = len(store)
+        answer = await person.callback(returned)
+        back = client_redirect(answer, sign_in)
+        assert back["error"] == "temporarily_unavailable" and "code" not in back, back
+        assert len(store) <= entries  # the transaction was spent; nothing half-made stayed
+        assert not [r for r in caplog.records if r.exc_info or r.exc_text], "a stack trace was logged"
+
+        # Room again: the same client signs in.
+        await store.delete(*(f"junk:{n}" for n in range(junk)))
+        again = await person.begin(app)
+        assert (await person.exchange(again, await person.code(again))).status_code == 200
+        await proxy.aclose()
+
+
+async def test_the_store_down_gives_pages_and_errors_never_a_stack_or_a_token(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Redis (the fleet's store) stops mid-sign-in: the consent page and the callback show a 503 page,
+    /token and the MCP endpoint refuse, nothing logs a stack trace; Redis back, sign-ins work again."""
+    caplog.set_level(logging.INFO)
+    with redis_server() as redis:
+        async with (
+            proxied_desk("oidc", store=redis.url) as (_upstream, proxy, url),
+            person_at(url) as person,
+        ):
+            app, tokens = await person.tokens()
+            waiting = await person.begin(app)
+            returning = await person.begin(app)
+            returned = await person.upstream_login(returning)
+            redis.stop()
+            try:
+                with anyio.fail_after(20):
+                    assert_page(await person.get(waiting.consent_url), 503)
+                    assert_page(await person.callback(returned), 503)
+                    refused = await person.refresh(app, tokens["refresh_token"])
+                    assert refused.status_code >= 500 and "refresh_token" not in refused.text
+                    assert await person.mcp_status(url, tokens["access_token"]) == 401
+            finally:
+                redis.start()
+            assert not [r for r in caplog.records if r.exc_info or r.exc_text], "a stack trace was logged"
+            assert "Traceback" not in "\n".join(person.bodies)
+            _app, fresh = await person.tokens()
+            assert await person.mcp_status(url, fresh["access_token"]) == 200
+            await proxy.aclose()
 
 
 # -- hostile Client ID Metadata Documents -------------------------------------------------------------
@@ -636,6 +722,7 @@ async def test_forged_and_foreign_tokens_get_401_at_the_mcp_endpoint() -> None:
         claims = claims_of(real)
         header = json.loads(base64.urlsafe_b64decode(real.split(".")[0] + "=="))
         jwks = (await person.get(f"{person.base}/.well-known/jwks.json")).json()
+        assert jwks["keys"] and all("d" not in key for key in jwks["keys"])  # public halves only
         public = json.dumps(jwks["keys"][0]).encode()
 
         forged = {

@@ -35,6 +35,7 @@ from .....auth.proxy.pages import (
     render_error,
 )
 from ..._wire.body import ClientGone, read_body
+from ._proxy_pages import page_failure
 
 __all__ = ["SECURITY_HEADERS", "consent_routes"]
 
@@ -105,9 +106,13 @@ class _Consent:
         return self.flow.consent
 
     async def __call__(self, request: Request) -> Response:
-        if request.method == "POST":
-            return await self.post(request)
-        return await self.get(request)
+        try:
+            if request.method == "POST":
+                return await self.post(request)
+            return await self.get(request)
+        except Exception as exc:  # the store full or down: a page, never a stack trace
+            failure = page_failure("consent", exc)
+            return _error(failure.status, failure.title, failure.message)
 
     async def get(self, request: Request) -> Response:
         txn = request.query_params.get("txn")

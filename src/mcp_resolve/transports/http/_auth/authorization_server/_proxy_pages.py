@@ -11,6 +11,7 @@ The consent page is `_consent_page`.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -18,11 +19,14 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from .....auth.proxy.pages import PageError, render_error
+from .....errors import MCPError
 
 if TYPE_CHECKING:
     from .....auth.proxy.pages import ProxiesUpstream
 
-__all__ = ["proxy_page_routes"]
+__all__ = ["page_failure", "proxy_page_routes"]
+
+logger = logging.getLogger("mcp_resolve.auth")
 
 _NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
 _PAGE_HEADERS = {
@@ -37,6 +41,17 @@ _MAX_PARAM = 2048
 def _page(error: PageError) -> Response:
     return HTMLResponse(
         render_error(error.title, error.message), status_code=error.status, headers=_PAGE_HEADERS
+    )
+
+
+def page_failure(page: str, exc: Exception) -> PageError:
+    """The page for a failure nobody planned for (the store full or down, a bug): its type is logged,
+    never its text or a stack trace (either may hold a token); the person is told to try again."""
+    logger.error("the %s page failed (%s)", page, type(exc).__name__)
+    return PageError(
+        "Sign-in unavailable",
+        "The sign-in could not be completed right now. Go back to your app and try again later.",
+        status=503 if isinstance(exc, MCPError) else 500,
     )
 
 
@@ -63,6 +78,8 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
             )
         except PageError as error:
             return _page(error)
+        except Exception as exc:
+            return _page(page_failure("sign-in callback", exc))
         return RedirectResponse(url, status_code=302, headers=_NO_STORE)
 
     async def jwks(request: Request) -> Response:
