@@ -179,20 +179,23 @@ async def proxied_desk(
     mode: str = "oidc",
     *,
     account: str = "alice",
-    upstream_options: dict[str, Any] | None = None,
+    upstream_server: dict[str, Any] | None = None,
     **proxy_options: Any,
 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """(upstream, proxy, MCP URL) of `desk` behind an OAuthProxy whose upstream is oidc-provider in
-    `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`)."""
+    `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`).
+    `upstream_server` are options of the upstream itself (`upstream_provider`: `access_ttl_s` ...);
+    `upstream_options` among `proxy_options` are added to the proxy's loopback ones (`timeout_s`)."""
     from auth_helpers import serve_at_known_url
     from mcp_resolve.auth.proxy import GitHubProvider, OIDCProxy
     from upstream_helpers import upstream_provider
 
-    async with upstream_provider(mode, account=account, **(upstream_options or {})) as upstream:  # type: ignore[arg-type]
+    async with upstream_provider(mode, account=account, **(upstream_server or {})) as upstream:  # type: ignore[arg-type]
         made: dict[str, Any] = {}
 
         def make(base: str) -> Any:
             options = {"scopes": [READ, WRITE], "required_scopes": [READ], **proxy_options}
+            more = dict(options.pop("upstream_options", None) or {})  # e.g. a short timeout_s
             if mode == "oidc":
                 proxy = OIDCProxy(
                     discovery_url=upstream.discovery_url,
@@ -200,7 +203,7 @@ async def proxied_desk(
                     client_secret=upstream.client_secret,
                     base_url=base,
                     upstream_name="google",
-                    upstream_options={"allow_http_loopback": True},
+                    upstream_options={"allow_http_loopback": True, **more},
                     **options,
                 )
             else:
@@ -214,6 +217,7 @@ async def proxied_desk(
                         "token_endpoint": endpoints["token_endpoint"],
                         "userinfo_endpoint": endpoints["userinfo_endpoint"],
                         "allow_http_loopback": True,
+                        **more,
                     },
                     **options,
                 )

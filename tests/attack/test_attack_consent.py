@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 
 from consent_helpers import MemoryConsentFlow
 from http_helpers import serving
-from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView
+from mcp_resolve.auth.proxy.pages import ConsentGuard, ConsentView, approval_of
 from mcp_resolve.transports.http._auth.authorization_server._consent_page import consent_routes
 
 pytestmark = pytest.mark.slow
@@ -227,8 +227,8 @@ def test_unknown_transactions_and_methods(served: Served) -> None:
 def test_a_forged_remember_cookie_or_a_subresource_fetch_does_not_skip_the_page(served: Served) -> None:
     guard = served.flow.consent
     with served.client() as client:
-        valid = guard.remember(None, VIEW.client_id, VIEW.redirect_uri)
-        forged = ConsentGuard(b"someone-elses-secret-123").remember(None, VIEW.client_id, VIEW.redirect_uri)
+        valid = guard.remember(None, VIEW.client_id, approval_of(VIEW))
+        forged = ConsentGuard(b"someone-elses-secret-123").remember(None, VIEW.client_id, approval_of(VIEW))
         for cookie in (forged, valid[:-3] + "AAA", valid.split(".")[0] + ".", "garbage"):
             txn = served.flow.start(VIEW)
             response = client.get("/consent", params={"txn": txn}, cookies={"mcp_consent": cookie})

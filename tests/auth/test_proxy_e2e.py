@@ -82,7 +82,7 @@ async def test_identity_reaches_every_round_and_a_task() -> None:
 async def test_an_expiring_upstream_token_is_refreshed_upstream_for_the_tool(mode: str) -> None:
     """The upstream's access tokens live 30 s here, inside the proxy's one-minute margin: each tool
     call that needs one gets a fresh one, refreshed at the upstream with its refresh token."""
-    async with proxied_desk(mode, upstream_options={"access_ttl_s": 30}) as (_upstream, proxy, url):
+    async with proxied_desk(mode, upstream_server={"access_ttl_s": 30}) as (_upstream, proxy, url):
         person = ConsentingBrowser()
         auth = OAuth(redirect_handler=person, callback_handler=person)
         async with Client(url, auth=auth) as client:

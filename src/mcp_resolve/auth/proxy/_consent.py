@@ -203,6 +203,12 @@ def _framed(*parts: str) -> bytes:
     )
 
 
+def approval_of(view: ConsentView) -> str:
+    """What a remembered approval of `view`'s client covers: the redirect URI, the scopes and the
+    resource, exactly. A client asking for more (a step-up) or for something else is asked again."""
+    return "\n".join((view.redirect_uri, " ".join(sorted(set(view.scopes))), view.resource or ""))
+
+
 class ConsentGuard:
     """CSRF tokens for the consent form and the signed cookie of remembered approvals.
 
@@ -264,9 +270,9 @@ class ConsentGuard:
     # -- remembered approvals --------------------------------------------------------------------
 
     @staticmethod
-    def _pair(client_id: str, redirect_uri: str) -> str:
+    def _pair(client_id: str, approval: str) -> str:
         """The cookie's name for an approval: a digest, so the cookie shows no client or URI."""
-        return _b64(hashlib.sha256(_framed("pair", client_id, redirect_uri)).digest()[:16])
+        return _b64(hashlib.sha256(_framed("pair", client_id, approval)).digest()[:16])
 
     def _sign(self, payload: bytes) -> str:
         return _b64(hmac.new(self._remember_key, payload, hashlib.sha256).digest())
@@ -298,17 +304,18 @@ class ConsentGuard:
                     entries.append((item[0], float(item[1])))
         return entries
 
-    def remembered(self, cookie: str | None, client_id: str, redirect_uri: str) -> bool:
-        """Whether this browser approved exactly this client and redirect URI, and that has not expired."""
+    def remembered(self, cookie: str | None, client_id: str, approval: str) -> bool:
+        """Whether this browser gave this client this approval (`approval_of`: redirect URI, scopes,
+        resource), and it has not expired."""
         if not self._remember:
             return False
-        pair = self._pair(client_id, redirect_uri)
+        pair = self._pair(client_id, approval)
         return any(hmac.compare_digest(name, pair) for name, _ in self._entries(cookie))
 
-    def remember(self, cookie: str | None, client_id: str, redirect_uri: str) -> str:
+    def remember(self, cookie: str | None, client_id: str, approval: str) -> str:
         """The new cookie value: the old one's live approvals plus this one (renewed), newest last,
         at most `_MAX_REMEMBERED` (the oldest dropped)."""
-        pair = self._pair(client_id, redirect_uri)
+        pair = self._pair(client_id, approval)
         entries = [entry for entry in self._entries(cookie) if entry[0] != pair]
         entries.append((pair, round(self._clock() + self.remember_s)))
         entries = entries[-_MAX_REMEMBERED:]

@@ -22,6 +22,7 @@ keys), `_vault` (sealing), `_upstream` (the upstream's endpoints), `_consent`
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import os
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import AnyUrl, PrivateAttr
 
+from ...errors import MCPError
 from ..provider import (
     AuthorizationCode,
     AuthorizationParams,
@@ -372,6 +374,24 @@ class OAuthProxy:
                 error="temporarily_unavailable" if exc.kind == "unreachable" else "access_denied",
                 error_description=f"{self.upstream_config.label} sign-in failed",
             )
+        try:
+            code_value = await self._signed_in(record, identity, tokens)
+        except MCPError as exc:  # the store is full or down: fail closed, and tell the client why
+            logger.warning("the proxy could not keep a sign-in (%s)", type(exc).__name__)
+            return self._client_redirect(
+                record,
+                error="temporarily_unavailable",
+                error_description="the sign-in could not be kept; try again later",
+            )
+        return self._client_redirect(record, code=code_value)
+
+    async def _signed_in(
+        self, record: dict[str, Any], identity: UpstreamIdentity, tokens: UpstreamTokens
+    ) -> str:
+        """Keep the grant, the upstream's tokens and our code for the client; the code.
+
+        A store failure half-way revokes the grant (best effort) and raises: no code, no grant left behind.
+        """
         grant = Grant(
             grant_id=secrets.token_urlsafe(16),
             client_id=record["client_id"],
@@ -382,24 +402,29 @@ class OAuthProxy:
             expires_at=time.time() + self.refresh_token_ttl_s,
         )
         await self.grants.create(grant)
-        await self._keep_upstream(grant.grant_id, tokens)
         code_value = secrets.token_urlsafe(32)
-        await self.state.put(
-            secret_name("code", code_value),
-            {
-                "grant_id": grant.grant_id,
-                "client_id": grant.client_id,
-                "scopes": list(grant.scopes),
-                "code_challenge": record["code_challenge"],
-                "redirect_uri": record["redirect_uri"],
-                "explicit": record["explicit"],
-                "resource": record.get("resource"),
-                "subject": identity.subject,
-                "expires_at": time.time() + self.code_ttl_s,
-            },
-            ttl=self.code_ttl_s,
-        )
-        return self._client_redirect(record, code=code_value)
+        try:
+            await self._keep_upstream(grant.grant_id, tokens)
+            await self.state.put(
+                secret_name("code", code_value),
+                {
+                    "grant_id": grant.grant_id,
+                    "client_id": grant.client_id,
+                    "scopes": list(grant.scopes),
+                    "code_challenge": record["code_challenge"],
+                    "redirect_uri": record["redirect_uri"],
+                    "explicit": record["explicit"],
+                    "resource": record.get("resource"),
+                    "subject": identity.subject,
+                    "expires_at": time.time() + self.code_ttl_s,
+                },
+                ttl=self.code_ttl_s,
+            )
+        except MCPError:
+            with contextlib.suppress(MCPError):
+                await self.grants.revoke(grant.grant_id)
+            raise
+        return code_value
 
     def _selected_claims(self, identity: UpstreamIdentity) -> dict[str, Any]:
         kept = {"upstream", "upstream_sub", *self.claims}

@@ -17,6 +17,7 @@ from ._consent import (
     ConsentFlow,
     ConsentGuard,
     ConsentView,
+    approval_of,
     render_consent,
     render_error,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "ConsentView",
     "PageError",
     "ProxiesUpstream",
+    "approval_of",
     "render_consent",
     "render_error",
 ]

@@ -5,7 +5,8 @@ client and redirect URI and the operator allows remembering, decides at once and
 takes the form: the CSRF token must match the transaction and this browser's cookie, and a browser
 that says the form came from another origin (`Sec-Fetch-Site`) is refused as well. Approve and
 Deny both answer 303 to the URL the flow decides (upstream's authorize URL, or the client's
-redirect URI with `access_denied`).
+redirect URI with `access_denied`). When the flow cannot decide (the upstream cannot be reached, say),
+the person gets its error page (`PageError`: 503 for an upstream that is down), never a 500.
 
 Every answer forbids framing and caching and sends no referrer. The page's CSP allows no script,
 no image, no frame and no base URL. It has no `form-action`: browsers apply that directive to the
@@ -17,6 +18,7 @@ script, nothing can inject a form aimed elsewhere.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
@@ -29,14 +31,17 @@ from .....auth.proxy.pages import (
     REMEMBER_COOKIE,
     ConsentFlow,
     ConsentGuard,
-    ConsentView,
     PageError,
+    approval_of,
     render_consent,
     render_error,
 )
+from .....errors import MCPError
 from ..._wire.body import ClientGone, read_body
 
-__all__ = ["SECURITY_HEADERS", "browser_of", "consent_routes", "page_error"]
+__all__ = ["SECURITY_HEADERS", "browser_of", "consent_routes", "page_error", "page_failure"]
+
+logger = logging.getLogger("mcp_resolve.auth")
 
 SECURITY_HEADERS: Mapping[str, str] = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
@@ -88,6 +93,17 @@ def page_error(error: PageError) -> Response:
     return _error(error.status, error.title, error.message)
 
 
+def page_failure(page: str, exc: Exception) -> PageError:
+    """The page for a failure nobody planned for (the store full or down, a bug): its type is logged,
+    never its text or a stack trace (either may hold a token); the person is told to try again."""
+    logger.error("the %s page failed (%s)", page, type(exc).__name__)
+    return PageError(
+        "Sign-in unavailable",
+        "The sign-in could not be completed right now. Go back to your app and try again later.",
+        status=503 if isinstance(exc, MCPError) else 500,
+    )
+
+
 def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
     cookie, secure = _cookie_name(request, name)
     response.set_cookie(
@@ -97,12 +113,6 @@ def _set_cookie(response: Response, request: Request, name: str, value: str, max
 
 def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers=_headers())
-
-
-def _approved(view: ConsentView) -> str:
-    """What a remembered approval covers: the redirect URI, the scopes and the resource, exactly.
-    A client asking for more (a step-up) or for something else shows the page again."""
-    return "\n".join((view.redirect_uri, " ".join(sorted(set(view.scopes))), view.resource or ""))
 
 
 def _valid_txn(txn: str | None) -> bool:
@@ -121,9 +131,12 @@ class _Consent:
         return self.flow.consent
 
     async def __call__(self, request: Request) -> Response:
-        if request.method == "POST":
-            return await self.post(request)
-        return await self.get(request)
+        try:
+            if request.method == "POST":
+                return await self.post(request)
+            return await self.get(request)
+        except Exception as exc:  # the store full or down: a page, never a stack trace
+            return page_error(page_failure("consent", exc))
 
     async def get(self, request: Request) -> Response:
         txn = request.query_params.get("txn")
@@ -143,7 +156,7 @@ class _Consent:
             browser = self.guard.new_browser()
         assert browser is not None
         response: Response
-        if navigating and self.guard.remembered(remembered, view.client_id, _approved(view)):
+        if navigating and self.guard.remembered(remembered, view.client_id, approval_of(view)):
             try:
                 response = _redirect(await self.flow.decide(txn, True, browser=browser))
             except LookupError:
@@ -197,12 +210,12 @@ class _Consent:
             url = await self.flow.decide(txn, approve, browser=browser)
         except LookupError:
             return _error(404, *_EXPIRED)
-        except PageError as error:
+        except PageError as error:  # the upstream cannot be reached (503), or the sign-in ended meanwhile
             return page_error(error)
         response = _redirect(url)
         if approve and self.guard.remembers:
             remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])
-            value = self.guard.remember(remembered, view.client_id, _approved(view))
+            value = self.guard.remember(remembered, view.client_id, approval_of(view))
             _set_cookie(response, request, REMEMBER_COOKIE, value, int(self.guard.remember_s))
         return response
 

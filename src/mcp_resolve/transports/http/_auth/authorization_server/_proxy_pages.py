@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .....auth.proxy.pages import PageError
-from ._consent_page import browser_of, page_error
+from ._consent_page import browser_of, page_error, page_failure
 
 if TYPE_CHECKING:
     from .....auth.proxy.pages import ProxiesUpstream
@@ -54,6 +54,8 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
             )
         except PageError as error:
             return page_error(error)
+        except Exception as exc:
+            return page_error(page_failure("sign-in callback", exc))
         return RedirectResponse(url, status_code=302, headers=_NO_STORE)
 
     async def jwks(request: Request) -> Response:
