@@ -80,7 +80,6 @@ class Fleet:
         return [ENCRYPTION_KEY, self.upstream.client_secret]
 
 
-
 @contextmanager
 def upstream_in_a_thread() -> Iterator[Upstream]:
     """`upstream_provider("oidc")` on an event loop of its own, for a module-wide fixture."""
@@ -112,9 +111,7 @@ def upstream_in_a_thread() -> Iterator[Upstream]:
 def _wait_for(worker: Worker, issuer: str) -> None:
     """Healthy, and ours: its process is alive and it announces the fleet's issuer."""
     wait_healthy(f"http://127.0.0.1:{worker.port}/health", worker.process)
-    metadata = httpx.get(
-        f"http://127.0.0.1:{worker.port}/.well-known/oauth-authorization-server", timeout=5
-    )
+    metadata = httpx.get(f"http://127.0.0.1:{worker.port}/.well-known/oauth-authorization-server", timeout=5)
     if worker.process.poll() is not None or metadata.json().get("issuer") != issuer:
         raise RuntimeError(f"{worker.name} on port {worker.port} is not ours\n{worker.log()}")
 
@@ -327,9 +324,7 @@ async def test_both_workers_publish_the_same_keys_and_verify_each_others_tokens(
             assert transport.served[-1] == ("POST", "/token", 1)  # signed by worker 2
             access = issued.json()["access_token"]
         async with httpx.AsyncClient(timeout=10) as plain:
-            sets = [
-                (await plain.get(f"{fleet.worker_base(i)}/.well-known/jwks.json")).json() for i in (0, 1)
-            ]
+            sets = [(await plain.get(f"{fleet.worker_base(i)}/.well-known/jwks.json")).json() for i in (0, 1)]
         assert sets[0] == sets[1] and sets[0]["keys"]
         verified = jwt.decode(access, KeySet.import_key_set(sets[0]), algorithms=["ES256"])
         assert verified.header["kid"] in {key["kid"] for key in sets[0]["keys"]}
@@ -423,9 +418,7 @@ async def test_redis_down_mid_sign_in_fails_closed_and_the_sign_in_goes_on_after
                             f"{origin}/auth/callback?{urlencode({'state': txn, 'code': 'upstream-code'})}"
                         ),
                         "authorize": await http.get(authorize.replace(base, origin)),
-                        "register": await http.post(
-                            f"{origin}/register", json={"redirect_uris": [REDIRECT]}
-                        ),
+                        "register": await http.post(f"{origin}/register", json={"redirect_uris": [REDIRECT]}),
                         "token": await _token(
                             http,
                             origin,

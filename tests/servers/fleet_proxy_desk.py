@@ -20,9 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy_helpers import READ, WRITE, desk
-
 from mcp_resolve.auth.proxy import OIDCProxy
+from proxy_helpers import READ, WRITE, desk
 
 proxy = OIDCProxy(
     discovery_url=os.environ["FLEET_PROXY_DISCOVERY_URL"],

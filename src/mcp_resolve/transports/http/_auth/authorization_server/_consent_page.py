@@ -33,6 +33,7 @@ from .....auth.proxy.pages import (
     render_error,
 )
 from ..._wire.body import ClientGone, read_body
+from ._proxy_pages import failing_closed
 
 __all__ = ["SECURITY_HEADERS", "consent_routes"]
 
@@ -202,4 +203,4 @@ def consent_routes(flow: ConsentFlow, path: str = "/consent") -> list[Route]:
     async def consent(request: Request) -> Response:
         return await endpoint(request)
 
-    return [Route(path, consent, methods=["GET", "POST"], name="consent")]
+    return [Route(path, failing_closed(consent, SECURITY_HEADERS), methods=["GET", "POST"], name="consent")]
