@@ -97,20 +97,22 @@ class Worker:
 
 
 class Nginx:
-    """nginx serving docs/deploy/nginx.conf in front of `workers`, on a free loopback port."""
+    """nginx serving docs/deploy/nginx.conf in front of `workers`, on a free loopback port (or `port`:
+    chosen beforehand when the workers must know their public URL before nginx starts)."""
 
-    def __init__(self, ports: list[int]) -> None:
+    def __init__(self, ports: list[int], port: int | None = None) -> None:
         binary = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
         if binary is None:
             pytest.fail(
                 "nginx is not installed: run `make test` (it installs it) or apt-get install nginx-light"
             )
         self.binary = binary
-        self.port = free_port()
+        self.port = port or free_port()
         self.prefix = Path(tempfile.mkdtemp(prefix="mcp-resolve-nginx-"))
         site = NGINX_CONF.read_text()
-        for index, port in enumerate(ports, start=1):
-            site = site.replace(f"worker{index}:8000", f"127.0.0.1:{port}")
+        for index, worker_port in enumerate(ports, start=1):
+            site = site.replace(f"worker{index}:8000", f"127.0.0.1:{worker_port}")
+        site = re.sub(r"\n *server worker\d+:8000[^\n]*;", "", site)  # a fleet smaller than the file's
         site, listens = re.subn(r"listen 8080;", f"listen 127.0.0.1:{self.port};", site)
         assert listens == 1 and "worker" not in re.sub(r"#.*", "", site).replace("mcp_workers", ""), site
         (self.prefix / "site.conf").write_text(site)

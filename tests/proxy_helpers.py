@@ -62,10 +62,16 @@ class ConsentingBrowser:
     """Visits an authorization URL like a person who approves (or denies) on the consent page."""
 
     def __init__(
-        self, redirect_uri: str = "http://127.0.0.1:47823/callback", *, decision: str = "approve"
+        self,
+        redirect_uri: str = "http://127.0.0.1:47823/callback",
+        *,
+        decision: str = "approve",
+        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._redirect_uri = redirect_uri
         self.decision = decision
+        self.transport = transport
+        """What the browser sends through (a fleet test's: each step to another worker); httpx's by default."""
         self.cookies = httpx.Cookies()
         self.consent_pages = 0
         """How many consent pages this person saw (a remembered approval shows none)."""
@@ -84,7 +90,9 @@ class ConsentingBrowser:
 
     async def visit(self, url: str) -> str:
         """Browse from `url` to the redirect back to the client; the URL of that redirect."""
-        async with httpx.AsyncClient(cookies=self.cookies, timeout=30, follow_redirects=False) as http:
+        async with httpx.AsyncClient(
+            cookies=self.cookies, timeout=30, follow_redirects=False, transport=self.transport
+        ) as http:
             try:
                 return await self._browse(http, url)
             finally:

@@ -32,7 +32,15 @@ from .....auth.provider import (
     construct_redirect_uri,
 )
 from .....auth.tokens import check_scope, same_resource
-from ._common import AuthorizationServer, BadRequest, no_store, parse_form, read_form
+from ._common import (
+    STORE_FAILURES,
+    UNAVAILABLE,
+    AuthorizationServer,
+    BadRequest,
+    no_store,
+    parse_form,
+    read_form,
+)
 
 __all__ = ["authorize_handler"]
 
@@ -164,6 +172,11 @@ async def authorize_handler(server: AuthorizationServer, request: Request) -> Re
     except AuthorizeError as refused:
         return redirect_back(
             server, back, error=refused.error, error_description=refused.error_description, state=state
+        )
+    except STORE_FAILURES as exc:  # down or full: the client may try again later (RFC 6749 §4.1.2.1)
+        logger.warning("the provider's authorize() failed: its store did not serve (%s)", type(exc).__name__)
+        return redirect_back(
+            server, back, error="temporarily_unavailable", error_description=UNAVAILABLE, state=state
         )
     except Exception as exc:  # the provider failed: tell the client, log the type only
         logger.error("the provider's authorize() failed (%s)", type(exc).__name__)

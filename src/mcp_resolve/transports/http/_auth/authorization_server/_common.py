@@ -6,7 +6,9 @@ treats an empty one as absent. Answers never echo what the request carried
 (no token, secret, code or parameter value reaches an error body or a log
 line), and an unexpected failure is a plain 500 with the exception's type
 logged, never its text or a stack trace: the text of an exception raised
-while handling a token may contain it.
+while handling a token may contain it. A store that cannot serve (Redis down,
+or a store at its bounds) is a 503 `temporarily_unavailable`: the request is
+refused, nothing is guessed, and the client may try again shortly.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .....stores import StoreUnavailable
+from .....stores.keyvalue import KeyValueStoreFull
 from ..._wire.body import ClientGone, read_body
 from ..._wire.responses import json_response
 
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_BODY_BYTES",
     "MAX_FIELDS",
+    "RETRY_AFTER_S",
+    "STORE_FAILURES",
+    "UNAVAILABLE",
     "AuthorizationServer",
     "BadRequest",
     "ClientDocuments",
@@ -39,6 +46,7 @@ __all__ = [
     "oauth_error",
     "parse_form",
     "read_form",
+    "store_unavailable",
 ]
 
 logger = logging.getLogger("mcp_resolve.auth")
@@ -47,6 +55,12 @@ MAX_BODY_BYTES = 16 * 1024
 """The largest request body any endpoint reads (a token request is well under 1 KiB)."""
 MAX_FIELDS = 32
 """The most parameters a request may carry."""
+
+RETRY_AFTER_S = 5
+"""What a 503 for a store that cannot serve asks the client to wait (`Retry-After`)."""
+STORE_FAILURES: tuple[type[Exception], ...] = (StoreUnavailable, KeyValueStoreFull)
+"""The store refusing to serve now: unreachable (Redis down), or at one of its bounds."""
+UNAVAILABLE = "the authorization server cannot reach its store; try again shortly"
 
 _NO_STORE = {"cache-control": "no-store", "pragma": "no-cache"}
 
@@ -183,6 +197,19 @@ def oauth_error(
     return json_response(status, body, {**no_store(), **(headers or {})})
 
 
+def store_unavailable(path: str, exc: BaseException) -> Response:
+    """The 503 `temporarily_unavailable` for a request the store could not serve; logs what failed."""
+    logger.warning(
+        "the authorization endpoint %s refused a request: its store failed (%s)", path, type(exc).__name__
+    )
+    return oauth_error(
+        503,
+        "temporarily_unavailable",
+        UNAVAILABLE,
+        {"retry-after": str(RETRY_AFTER_S)},
+    )
+
+
 Handler = Callable[[Request], Awaitable[Response]]
 
 
@@ -206,6 +233,8 @@ class Endpoint:
                 response = await self.handler(Request(scope, receive))
             except BadRequest as bad:
                 response = oauth_error(bad.status, "invalid_request", bad.description)
+            except STORE_FAILURES as exc:
+                response = store_unavailable(scope.get("path", ""), exc)
             except Exception as exc:  # never a stack trace, never the exception's text (it may hold a token)
                 logger.error(
                     "the authorization endpoint %s failed (%s)", scope.get("path"), type(exc).__name__

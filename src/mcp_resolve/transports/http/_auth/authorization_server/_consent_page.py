@@ -1,14 +1,15 @@
 """GET and POST /consent: the page a person approves a client on, before the proxy sends them upstream.
 
-GET renders the page for a pending transaction (or, when this browser already approved the same
-client and redirect URI and the operator allows remembering, decides at once and redirects). POST
+GET renders the page for a pending transaction (or, when this browser already gave the same client
+the same approval (`approval_of`) and the operator allows remembering, decides at once and redirects). POST
 takes the form: the CSRF token must match the transaction and this browser's cookie, and a browser
 that says the form came from another origin (`Sec-Fetch-Site`) is refused as well. Approve and
 Deny both answer 303 to the URL the flow decides (upstream's authorize URL, or the client's
 redirect URI with `access_denied`). When the flow cannot decide (the upstream cannot be reached, say),
 the person gets its error page (`PageError`: 503 for an upstream that is down), never a 500.
 
-Every answer forbids framing and caching and sends no referrer. The page's CSP allows no script,
+Every answer forbids framing and caching and sends no referrer (`_pages`, which the callback
+page shares, with failing closed when the store cannot serve). The page's CSP allows no script,
 no image, no frame and no base URL. It has no `form-action`: browsers apply that directive to the
 redirects that follow a form POST too (Chromium blocks the 303 to the upstream under
 `form-action 'self'`, as tests/transports/http/test_consent_page_browser.py shows), and the
@@ -18,8 +19,6 @@ script, nothing can inject a form aimed elsewhere.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
@@ -34,24 +33,12 @@ from .....auth.proxy.pages import (
     PageError,
     approval_of,
     render_consent,
-    render_error,
 )
-from .....errors import MCPError
 from ..._wire.body import ClientGone, read_body
+from ._pages import browser_of, cookie_name, error_page, failing_closed, page_error, page_headers
 
-__all__ = ["SECURITY_HEADERS", "browser_of", "consent_routes", "page_error", "page_failure"]
+__all__ = ["consent_routes"]
 
-logger = logging.getLogger("mcp_resolve.auth")
-
-SECURITY_HEADERS: Mapping[str, str] = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; "
-    "base-uri 'none'",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-    "Pragma": "no-cache",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-}
 _MAX_BODY = 4096
 """A consent form is three short fields."""
 _MAX_FIELDS = 8
@@ -68,51 +55,19 @@ _REFUSED = (
 )
 
 
-def _headers(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    return {**SECURITY_HEADERS, **(extra or {})}
-
-
 def _error(status: int, title: str, message: str) -> Response:
-    return HTMLResponse(render_error(title, message), status_code=status, headers=_headers())
-
-
-def _cookie_name(request: Request, name: str) -> tuple[str, bool]:
-    """The cookie's name and Secure flag: `__Host-` and Secure over https (the browser then refuses
-    it from any other host or path), the plain name over http (loopback development)."""
-    secure = request.url.scheme == "https"
-    return (f"__Host-{name}" if secure else name), secure
-
-
-def browser_of(request: Request) -> str | None:
-    """The per-browser cookie the consent page set (None when this browser has none)."""
-    return request.cookies.get(_cookie_name(request, BROWSER_COOKIE)[0])
-
-
-def page_error(error: PageError) -> Response:
-    """The page a person sees when the proxy cannot go on (expired, upstream down ...)."""
-    return _error(error.status, error.title, error.message)
-
-
-def page_failure(page: str, exc: Exception) -> PageError:
-    """The page for a failure nobody planned for (the store full or down, a bug): its type is logged,
-    never its text or a stack trace (either may hold a token); the person is told to try again."""
-    logger.error("the %s page failed (%s)", page, type(exc).__name__)
-    return PageError(
-        "Sign-in unavailable",
-        "The sign-in could not be completed right now. Go back to your app and try again later.",
-        status=503 if isinstance(exc, MCPError) else 500,
-    )
+    return error_page(status, title, message)
 
 
 def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
-    cookie, secure = _cookie_name(request, name)
+    cookie, secure = cookie_name(request, name)
     response.set_cookie(
         cookie, value, max_age=max_age, path="/", secure=secure, httponly=True, samesite="lax"
     )
 
 
 def _redirect(url: str) -> Response:
-    return RedirectResponse(url, status_code=303, headers=_headers())
+    return RedirectResponse(url, status_code=303, headers=page_headers())
 
 
 def _valid_txn(txn: str | None) -> bool:
@@ -131,12 +86,9 @@ class _Consent:
         return self.flow.consent
 
     async def __call__(self, request: Request) -> Response:
-        try:
-            if request.method == "POST":
-                return await self.post(request)
-            return await self.get(request)
-        except Exception as exc:  # the store full or down: a page, never a stack trace
-            return page_error(page_failure("consent", exc))
+        if request.method == "POST":
+            return await self.post(request)
+        return await self.get(request)
 
     async def get(self, request: Request) -> Response:
         txn = request.query_params.get("txn")
@@ -146,7 +98,7 @@ class _Consent:
         view = await self.flow.consent_view(txn)
         if view is None:
             return _error(404, *_EXPIRED)
-        remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])
+        remembered = request.cookies.get(cookie_name(request, REMEMBER_COOKIE)[0])
         # A remembered approval decides only on a top-level navigation (what a person's browser does
         # when the application opens the sign-in), never for an embedded or scripted fetch.
         navigating = request.headers.get("sec-fetch-mode", "navigate") == "navigate"
@@ -167,11 +119,11 @@ class _Consent:
             page = render_consent(
                 view, txn=txn, csrf=self.guard.csrf(txn, browser), action=self.action(request)
             )
-            response = HTMLResponse(page, headers=_headers())
+            response = HTMLResponse(page, headers=page_headers())
         if fresh:
             # A session cookie: the CSRF binding needs it while this page is open, and the upstream's
             # answer must come back to the browser that decided (the callback checks it).
-            cookie, secure = _cookie_name(request, BROWSER_COOKIE)
+            cookie, secure = cookie_name(request, BROWSER_COOKIE)
             response.set_cookie(cookie, browser, path="/", secure=secure, httponly=True, samesite="lax")
         return response
 
@@ -214,7 +166,7 @@ class _Consent:
             return page_error(error)
         response = _redirect(url)
         if approve and self.guard.remembers:
-            remembered = request.cookies.get(_cookie_name(request, REMEMBER_COOKIE)[0])
+            remembered = request.cookies.get(cookie_name(request, REMEMBER_COOKIE)[0])
             value = self.guard.remember(remembered, view.client_id, approval_of(view))
             _set_cookie(response, request, REMEMBER_COOKIE, value, int(self.guard.remember_s))
         return response
@@ -242,4 +194,4 @@ def consent_routes(flow: ConsentFlow, path: str = "/consent") -> list[Route]:
     async def consent(request: Request) -> Response:
         return await endpoint(request)
 
-    return [Route(path, consent, methods=["GET", "POST"], name="consent")]
+    return [Route(path, failing_closed(consent), methods=["GET", "POST"], name="consent")]

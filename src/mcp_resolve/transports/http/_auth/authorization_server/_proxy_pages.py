@@ -11,6 +11,7 @@ The consent page is `_consent_page`.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
@@ -18,12 +19,15 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from .....auth.proxy.pages import PageError
-from ._consent_page import browser_of, page_error, page_failure
+from ._common import RETRY_AFTER_S, STORE_FAILURES, oauth_error
+from ._pages import browser_of, failing_closed, page_error
 
 if TYPE_CHECKING:
     from .....auth.proxy.pages import ProxiesUpstream
 
 __all__ = ["proxy_page_routes"]
+
+logger = logging.getLogger("mcp_resolve.auth")
 
 _NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
 _CALLBACK_PARAMS = ("state", "code", "error", "error_description")
@@ -54,17 +58,25 @@ def proxy_page_routes(proxy: ProxiesUpstream) -> list[Route]:
             )
         except PageError as error:
             return page_error(error)
-        except Exception as exc:
-            return page_error(page_failure("sign-in callback", exc))
         return RedirectResponse(url, status_code=302, headers=_NO_STORE)
 
     async def jwks(request: Request) -> Response:
+        try:
+            keys = await proxy.jwks()
+        except STORE_FAILURES as exc:
+            logger.warning("the JWKS could not be read: its store did not serve (%s)", type(exc).__name__)
+            return oauth_error(
+                503,
+                "temporarily_unavailable",
+                "the keys cannot be read now; try again shortly",
+                {"retry-after": str(RETRY_AFTER_S)},
+            )
         return JSONResponse(
-            await proxy.jwks(),
+            keys,
             headers={"cache-control": "public, max-age=300", "access-control-allow-origin": "*"},
         )
 
     return [
-        Route(proxy.callback_path, callback, methods=["GET"]),
+        Route(proxy.callback_path, failing_closed(callback), methods=["GET"]),
         Route("/.well-known/jwks.json", jwks, methods=["GET"]),
     ]
