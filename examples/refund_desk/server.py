@@ -56,7 +56,7 @@ ORDERS: dict[str, tuple[Line, ...]] = {
 }
 OWNERS = {"ORD-7001": "alice", "ORD-7002": "alice", "ORD-8001": "bob"}
 LOCAL_CUSTOMER = "alice"
-"""Who the desk serves when no token says (stdio, or HTTP without --auth): the person at this machine."""
+"""Who the desk serves when no token says (stdio, or HTTP open to all): the person at this machine."""
 ISSUER = "https://auth.refund-desk.example"
 """The authorization server --auth trusts (a name only: client.py signs the tokens itself)."""
 REFUNDS = "refunds:write"
@@ -217,7 +217,7 @@ if __name__ == "__main__":
         "--proxy", action="store_true", help="sign people in at their identity provider (HTTP only)"
     )
     parser.add_argument(
-        "--upstream", choices=["oidc", "github", "google"], default="oidc", help="--proxy: the identity provider"
+        "--upstream", choices=["oidc", "github", "google"], default="oidc", help="--proxy: where to sign in"
     )
     parser.add_argument(
         "--discovery-url",
@@ -230,7 +230,9 @@ if __name__ == "__main__":
         help="--proxy: the desk's client id at the provider (or REFUND_DESK_CLIENT_ID); "
         "its secret is read from REFUND_DESK_CLIENT_SECRET",
     )
-    parser.add_argument("--base-url", help="--proxy: where clients reach the desk (default http://127.0.0.1:PORT)")
+    parser.add_argument(
+        "--base-url", help="--proxy: where clients and browsers reach it (default http://127.0.0.1:PORT)"
+    )
     args = parser.parse_args()
     if args.auth and args.proxy:
         parser.error("--auth or --proxy, not both")
@@ -239,10 +241,10 @@ if __name__ == "__main__":
             parser.error("--auth needs --http and --public-key FILE")
         require_tokens(args.public_key.read_bytes(), f"http://127.0.0.1:{args.port}/mcp")
     if args.proxy:
-        # The secret only from the environment: a command line is visible to every user of the machine.
+        # The secret only from the environment: a command line is visible to every user of the host.
         secret = os.environ.get("REFUND_DESK_CLIENT_SECRET")
         if not args.http or not args.client_id or not secret:
-            parser.error("--proxy needs --http, --client-id and REFUND_DESK_CLIENT_SECRET in the environment")
+            parser.error("--proxy needs --http, --client-id, and REFUND_DESK_CLIENT_SECRET set")
         if args.upstream == "oidc" and not args.discovery_url:
             parser.error("--upstream oidc needs --discovery-url (or REFUND_DESK_DISCOVERY_URL)")
         base_url = args.base_url or f"http://127.0.0.1:{args.port}"
