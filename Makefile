@@ -27,7 +27,8 @@ $(NODE_STAMP): conformance/package.json conformance/package-lock.json
 	cd conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(NODE_STAMP)
 
-# The Node clients the interop tests drive (TypeScript client 2.x, MCP Inspector CLI, Node 22).
+# The Node clients the interop tests drive (TypeScript client 2.x, MCP Inspector CLI, Node 22), and the
+# identity provider (oidc-provider) the OAuth proxy's tests and `make demo` sign in at.
 $(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLIENTS_NODE_STAMP)
@@ -53,12 +54,15 @@ install: $(DEMO_STAMP)
 install-test: $(STAMP)
 
 # The refund-desk story over stdio, HTTP (2026-07-28 rounds) and HTTP legacy (mid-call questions),
-# then protected by bearer tokens: turned away without one, and refused another customer's order.
-demo: $(DEMO_STAMP)
+# then protected by bearer tokens: turned away without one, and refused another customer's order;
+# then behind an OAuthProxy: the person signs in once at a headless identity provider (oidc-provider
+# on the Node 22 of tests/node, hence npm) and is the customer.
+demo: $(DEMO_STAMP) $(CLIENTS_NODE_STAMP)
 	$(PY) examples/refund_desk/client.py
 	$(PY) examples/refund_desk/client.py --http
 	$(PY) examples/refund_desk/client.py --http --legacy
 	$(PY) examples/refund_desk/client.py --auth
+	$(PY) examples/refund_desk/client.py --proxy
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks docs/pictures

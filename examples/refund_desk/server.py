@@ -13,15 +13,19 @@ the model can no more refund someone else's order than it can raise an amount.
 
 Run it: `python examples/refund_desk/server.py` (stdio) or add `--http --port 8000`;
 `--http --auth --public-key FILE` serves only callers whose bearer token that key signed
-(`client.py --auth` mints one with a key of its own).
+(`client.py --auth` mints one with a key of its own). `--http --proxy` signs people in with the
+identity provider they already have (any OpenID provider by its discovery URL, GitHub or Google)
+through an `OAuthProxy`: the customer is then the person the provider signed in
+(`client.py --proxy` runs a headless provider on loopback for it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 
@@ -52,9 +56,11 @@ ORDERS: dict[str, tuple[Line, ...]] = {
 }
 OWNERS = {"ORD-7001": "alice", "ORD-7002": "alice", "ORD-8001": "bob"}
 LOCAL_CUSTOMER = "alice"
-"""Who the desk serves when no token says (stdio, or HTTP without --auth): the person at this machine."""
+"""Who the desk serves when no token says (stdio, or HTTP open to all): the person at this machine."""
 ISSUER = "https://auth.refund-desk.example"
 """The authorization server --auth trusts (a name only: client.py signs the tokens itself)."""
+REFUNDS = "refunds:write"
+"""The scope every caller's token must carry (--auth and --proxy)."""
 
 
 class Order(BaseModel):
@@ -79,10 +85,19 @@ class Receipt(BaseModel):
 
 
 async def current_customer(ctx: Context) -> str:
-    """The customer is whoever the access token names: never an argument, so never the model's choice."""
+    """The customer is whoever the access token names: never an argument, so never the model's choice.
+
+    Behind --proxy the desk signed the person in at their identity provider itself: the customer
+    is that provider's user (their login there, else their e-mail, else their user id).
+    """
     token = ctx.access_token
     if token is None:
         return LOCAL_CUSTOMER
+    if mcp.auth_server_provider is not None:  # --proxy
+        from mcp_resolve.auth.proxy import upstream_identity  # the mcp-resolve[auth] extra
+
+        who = await upstream_identity(token)
+        return who.login or who.email or who.subject
     if not token.subject:
         raise ToolError("the access token names no customer")
     return token.subject
@@ -146,7 +161,50 @@ def require_tokens(public_key: bytes, url: str) -> None:
     from mcp_resolve.auth import AuthSettings, JWTVerifier
 
     mcp.token_verifier = JWTVerifier(public_key=public_key)
-    mcp.auth = AuthSettings(issuer_url=ISSUER, resource_server_url=url, required_scopes=["refunds:write"])
+    mcp.auth = AuthSettings(issuer_url=ISSUER, resource_server_url=url, required_scopes=[REFUNDS])
+
+
+def sign_in_with(
+    upstream: str,
+    *,
+    base_url: str,
+    client_id: str,
+    client_secret: str,
+    discovery_url: str | None = None,
+    upstream_options: dict[str, Any] | None = None,
+) -> None:
+    """--proxy: the desk becomes its clients' authorization server and sends each person to `upstream`.
+
+    `upstream` is "github", "google" or "oidc" (any OpenID provider, from `discovery_url`);
+    `client_id` and `client_secret` are the desk's at that provider (its console gives them);
+    `base_url` is where clients and browsers reach the desk. Clients register themselves here,
+    the person approves them on the desk's consent page and signs in upstream, and the desk
+    issues its own tokens for `refunds:write`.
+    """
+    from mcp_resolve.auth.proxy import GitHubProvider, GoogleProvider, OAuthProxy, OIDCProxy
+
+    settings: dict[str, Any] = {
+        "client_id": client_id,
+        "client_secret": client_secret,
+        "base_url": base_url,
+        "scopes": [REFUNDS],
+        "required_scopes": [REFUNDS],
+        "upstream_options": dict(upstream_options or {}),
+    }
+    proxy: OAuthProxy
+    if upstream == "github":
+        proxy = GitHubProvider(**settings)
+    elif upstream == "google":
+        proxy = GoogleProvider(**settings)
+    elif upstream == "oidc" and discovery_url:
+        # client.py's headless provider answers on plain HTTP on loopback; any other must be https.
+        loopback = discovery_url.startswith("http://127.0.0.1:")
+        settings["upstream_options"].setdefault("allow_http_loopback", loopback)
+        proxy = OIDCProxy(discovery_url=discovery_url, **settings)
+    else:
+        raise ValueError(f"upstream {upstream!r}: github, google, or oidc with its discovery URL")
+    mcp.auth_server_provider = proxy
+    mcp.token_verifier, mcp.auth = proxy.protection()
 
 
 if __name__ == "__main__":
@@ -155,11 +213,48 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--auth", action="store_true", help="require bearer tokens (HTTP only)")
     parser.add_argument("--public-key", type=Path, help="PEM public key whose tokens --auth accepts")
+    parser.add_argument(
+        "--proxy", action="store_true", help="sign people in at their identity provider (HTTP only)"
+    )
+    parser.add_argument(
+        "--upstream", choices=["oidc", "github", "google"], default="oidc", help="--proxy: where to sign in"
+    )
+    parser.add_argument(
+        "--discovery-url",
+        default=os.environ.get("REFUND_DESK_DISCOVERY_URL"),
+        help="--upstream oidc: the provider's OpenID discovery URL (or REFUND_DESK_DISCOVERY_URL)",
+    )
+    parser.add_argument(
+        "--client-id",
+        default=os.environ.get("REFUND_DESK_CLIENT_ID"),
+        help="--proxy: the desk's client id at the provider (or REFUND_DESK_CLIENT_ID); "
+        "its secret is read from REFUND_DESK_CLIENT_SECRET",
+    )
+    parser.add_argument(
+        "--base-url", help="--proxy: where clients and browsers reach it (default http://127.0.0.1:PORT)"
+    )
     args = parser.parse_args()
+    if args.auth and args.proxy:
+        parser.error("--auth or --proxy, not both")
     if args.auth:
         if not args.http or args.public_key is None:
             parser.error("--auth needs --http and --public-key FILE")
         require_tokens(args.public_key.read_bytes(), f"http://127.0.0.1:{args.port}/mcp")
+    if args.proxy:
+        # The secret only from the environment: a command line is visible to every user of the host.
+        secret = os.environ.get("REFUND_DESK_CLIENT_SECRET")
+        if not args.http or not args.client_id or not secret:
+            parser.error("--proxy needs --http, --client-id, and REFUND_DESK_CLIENT_SECRET set")
+        if args.upstream == "oidc" and not args.discovery_url:
+            parser.error("--upstream oidc needs --discovery-url (or REFUND_DESK_DISCOVERY_URL)")
+        base_url = args.base_url or f"http://127.0.0.1:{args.port}"
+        sign_in_with(
+            args.upstream,
+            base_url=base_url,
+            client_id=args.client_id,
+            client_secret=secret,
+            discovery_url=args.discovery_url,
+        )
     if args.http:
         mcp.run(transport="streamable-http", host="127.0.0.1", port=args.port)
     else:

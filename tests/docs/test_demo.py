@@ -3,7 +3,8 @@
 The repository's committed HEAD is cloned into a temporary folder and `make
 demo` runs there: it creates its own virtualenv, installs the package from
 the package index, and plays the refund desk over stdio, HTTP and HTTP legacy, then
-protected by bearer tokens.
+protected by bearer tokens, then behind an OAuth proxy, signed in at a headless
+identity provider that `npm ci` installs into tests/node.
 Skipped only when pip cannot install anything at all (no package index
 reachable); CI has one, so CI runs it.
 """
@@ -47,8 +48,8 @@ def pip_can_install(scratch: Path) -> bool:
 
 @pytest.mark.timeout(1200)
 def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
-    if shutil.which("make") is None or shutil.which("git") is None:
-        pytest.fail("make and git are needed to run the demo as a user would")
+    if shutil.which("make") is None or shutil.which("git") is None or shutil.which("npm") is None:
+        pytest.fail("make, git and npm are needed to run the demo as a user would")
     if not pip_can_install(tmp_path / "probe"):
         pytest.skip("pip cannot reach a package index here, so `make demo` cannot install")
     clone = tmp_path / "mcp-resolve"
@@ -65,6 +66,10 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
         assert f"All checks passed ({transport}, protocol {protocol})." in done.stdout
     assert "All checks passed (HTTP with a bearer token, protocol 2026-07-28)." in done.stdout
     assert "Without a token the desk refuses: Unauthorized" in done.stdout
-    assert "error: Error executing tool refund_order: unknown order 'ORD-8001'" in done.stdout  # bob's
-    assert done.stdout.count("receipt: refunded 4800 cents for ORD-7002, restocked") == 4
+    assert "Without signing in the desk refuses: Unauthorized" in done.stdout  # behind the OAuth proxy
+    assert done.stdout.count("): alice signs in") == 1
+    assert "Sign-ins over the whole story: 1 (consent pages: 1)" in done.stdout
+    assert "All checks passed (HTTP, signed in through the OAuth proxy, protocol 2026-07-28)." in done.stdout
+    assert done.stdout.count("error: Error executing tool refund_order: unknown order 'ORD-8001'") == 2
+    assert done.stdout.count("receipt: refunded 4800 cents for ORD-7002, restocked") == 5
     assert "FAILED" not in done.stdout

@@ -103,6 +103,34 @@ def test_refund_desk_with_bearer_tokens(flags: tuple[str, ...], protocol: str) -
     assert f"All checks passed (HTTP with a bearer token, protocol {protocol})." in out
 
 
+@pytest.mark.parametrize(("flags", "protocol"), [((), "2026-07-28"), (("--legacy",), "2025-11-25")])
+def test_refund_desk_signed_in_through_the_oauth_proxy(flags: tuple[str, ...], protocol: str) -> None:
+    """`--proxy`: the desk behind an OAuthProxy in front of a headless OpenID provider. Turned away
+    without signing in; alice approves the client on the consent page and signs in upstream once;
+    the story plays as her, and bob's order is refused to her."""
+    done = run_example(REFUND_CLIENT, "--proxy", *flags)
+    out = done.stdout
+    assert out.startswith("Identity provider (oidc-provider, headless) at http://127.0.0.1:"), (
+        out + done.stderr
+    )
+    assert "Without signing in the desk refuses: Unauthorized: this server needs a bearer token" in out
+    sign_in = [
+        "   the desk's consent page: mcp-resolve client wants to sign you in with oidc",
+        "   > the person approves",
+        "   back to the client, which trades the code for the desk's own token",
+    ]
+    positions = [out.index(line) for line in sign_in]
+    assert positions == sorted(positions)
+    assert out.count("): alice signs in") == 1
+    assert f"Refund desk over HTTP, protocol {protocol}, as alice (signed in upstream)" in out
+    rounds = MODERN_ROUNDS if protocol == "2026-07-28" else LEGACY_REQUESTS
+    assert_story(done, rounds=rounds + rounds[-1:])
+    assert "7. refund_order(order_id='ORD-8001', reason='it is my order, really', customer_id='bob')" in out
+    assert "error: Error executing tool refund_order: unknown order 'ORD-8001'" in out
+    assert "Sign-ins over the whole story: 1 (consent pages: 1)" in out
+    assert f"All checks passed (HTTP, signed in through the OAuth proxy, protocol {protocol})." in out
+
+
 @pytest.mark.anyio
 async def test_refund_desk_client_catches_a_wrong_server() -> None:
     """The client's checks are real: a desk that refunds the wrong amount, or asks again, is reported."""

@@ -244,3 +244,51 @@ async def test_full_refund_takes_three_rounds_at_2026(refund_desk: ModuleType, w
         "restocked": True,
     }
     assert len(rounds) + 1 == 3
+
+
+@pytest.mark.slow
+async def test_behind_the_proxy_the_customer_is_whoever_signed_in_upstream(refund_desk: ModuleType) -> None:
+    """`sign_in_with("github", ...)` in front of a GitHub-like provider (the identity from its GET /user)
+    where bob signs in: bob's order refunds, alice's is unknown to him. The customer is the upstream
+    login, not the desk's local customer (alice) nor the subject of the desk's own token."""
+    from auth_helpers import serve_at_known_url
+    from mcp_resolve.client.auth import OAuth
+    from proxy_helpers import ConsentingBrowser
+    from upstream_helpers import upstream_provider
+
+    async with upstream_provider("oauth", account="bob") as upstream:
+
+        def make(base: str) -> Any:
+            endpoints = upstream.endpoints
+            refund_desk.sign_in_with(
+                "github",
+                base_url=base,
+                client_id=upstream.client_id,
+                client_secret=upstream.client_secret,
+                upstream_options={
+                    "authorization_endpoint": endpoints["authorization_endpoint"],
+                    "token_endpoint": endpoints["token_endpoint"],
+                    "userinfo_endpoint": endpoints["userinfo_endpoint"],
+                    "allow_http_loopback": True,
+                },
+            )
+            return refund_desk.mcp.streamable_http_app()
+
+        async with serve_at_known_url(make) as base:
+            person, browser = Person(), ConsentingBrowser()
+            auth = OAuth(redirect_handler=browser, callback_handler=browser)
+            async with Client(f"{base}/mcp", auth=auth, elicitation_handler=person.ours) as client:
+                person.script = {"restock": RESTOCK_YES}
+                bobs = await client.call_tool("refund_order", {"order_id": "ORD-8001", "reason": "too small"})
+                assert bobs.structured_content == {
+                    "order_id": "ORD-8001",
+                    "reason": "too small",
+                    "cents": 8900,
+                    "restocked": True,
+                }
+                alices = await client.call_tool(
+                    "refund_order", {"order_id": "ORD-7001", "reason": "mine now"}
+                )
+                assert error_text(alices) == "unknown order 'ORD-7001'"
+            assert browser.consent_pages == 1  # one sign-in for both calls
+        await refund_desk.mcp.auth_server_provider.aclose()
