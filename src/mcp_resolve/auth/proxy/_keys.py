@@ -71,15 +71,18 @@ class SigningKeys:
         self.store = store
         self.max_cached = max_cached
         self._clock = clock
-        self._cache: OrderedDict[int, ECKey | None] = OrderedDict()
-        """Epoch start -> its key (None: a past epoch nobody made a key for)."""
+        self._cache: OrderedDict[str, ECKey | None] = OrderedDict()
+        """kid -> its key (None: a past epoch nobody made a key for)."""
 
     def __repr__(self) -> str:
         return f"SigningKeys(rotation_s={self.rotation_s}, keep_s={self.keep_s})"
 
-    def kid(self, start: int) -> str:
-        """The key id of the epoch starting at `start`: `<start>-<sealing key id>`."""
-        return f"{start}-{self.store.key_id}"
+    def kid(self, start: int, key_id: str | None = None) -> str:
+        """The key id of the epoch starting at `start`: `<start>-<sealing key id>`. The sealing key's
+        id keeps apart the keys of workers configured with different secrets; a previous sealing
+        key's (`previous_encryption_keys`) still names the keys it sealed, which verify until they
+        expire, so rotating the secret signs nobody out."""
+        return f"{start}-{key_id or self.store.key_id}"
 
     async def current(self) -> tuple[str, Any]:
         """(kid, private key) of the current epoch; made (once per fleet) if nobody made it yet.
@@ -92,13 +95,14 @@ class SigningKeys:
 
     async def verification_key(self, kid: str) -> Any | None:
         """The public key with this id, while tokens it signed may still be valid; None otherwise."""
-        start = self._parse(kid)
-        if start is None:
+        parsed = self._parse(kid)
+        if parsed is None:
             return None
+        start, key_id = parsed
         now = float(self._clock())
         if not self._verifies(start, now) or start > self._start(now) + self.rotation_s:
             return None
-        key = await self._load(start, now)
+        key = await self._load(start, now, key_id)
         return None if key is None else ECKey.import_key(key.as_dict(private=False))
 
     async def jwks(self) -> dict[str, Any]:
@@ -107,12 +111,13 @@ class SigningKeys:
         current = self._start(now)
         await self._ensure(current + self.rotation_s)
         keys = []
-        start = current + self.rotation_s
-        while self._verifies(start, now):
-            key = await self._load(start, now)
-            if key is not None:
-                keys.append(key.as_dict(private=False))
-            start -= self.rotation_s
+        for key_id in self.store.key_ids:
+            start = current + self.rotation_s
+            while self._verifies(start, now):
+                key = await self._load(start, now, key_id)
+                if key is not None:
+                    keys.append(key.as_dict(private=False))
+                start -= self.rotation_s
         return {"keys": keys}
 
     def _start(self, now: float) -> int:
@@ -121,18 +126,18 @@ class SigningKeys:
     def _verifies(self, start: int, now: float) -> bool:
         return now < start + self.rotation_s + self.keep_s
 
-    def _parse(self, kid: str) -> int | None:
+    def _parse(self, kid: str) -> tuple[int, str] | None:
         text, _, key_id = kid.partition("-")
-        if key_id != self.store.key_id or not text.isdigit() or len(text) > 12:
+        if key_id not in self.store.key_ids or not text.isdigit() or len(text) > 12:
             return None
         start = int(text)
-        return start if start % self.rotation_s == 0 else None
+        return (start, key_id) if start % self.rotation_s == 0 else None
 
-    def _name(self, start: int) -> str:
-        return f"signing-key:{self.kid(start)}"
+    def _name(self, start: int, key_id: str | None = None) -> str:
+        return f"signing-key:{self.kid(start, key_id)}"
 
     async def _ensure(self, start: int) -> ECKey:
-        key = self._cache.get(start)
+        key = self._cache.get(self.kid(start))
         if key is not None:
             return key
         name = self._name(start)
@@ -149,21 +154,22 @@ class SigningKeys:
                     "the signing key of this epoch is in the store but does not open: is every worker "
                     "configured with the same secret?"
                 )
-        self._remember(start, key)
+        self._remember(self.kid(start), key)
         return key
 
-    async def _load(self, start: int, now: float) -> ECKey | None:
-        if start in self._cache:
-            self._cache.move_to_end(start)
-            return self._cache[start]
-        key = _key(await self.store.get(self._name(start)))
+    async def _load(self, start: int, now: float, key_id: str | None = None) -> ECKey | None:
+        kid = self.kid(start, key_id)
+        if kid in self._cache:
+            self._cache.move_to_end(kid)
+            return self._cache[kid]
+        key = _key(await self.store.get(self._name(start, key_id)))
         if key is not None or start + self.rotation_s + _SKEW_S < now:
-            self._remember(start, key)  # a past epoch nobody made a key for never gets one
+            self._remember(kid, key)  # a past epoch nobody made a key for never gets one
         return key
 
-    def _remember(self, start: int, key: ECKey | None) -> None:
-        self._cache[start] = key
-        self._cache.move_to_end(start)
+    def _remember(self, kid: str, key: ECKey | None) -> None:
+        self._cache[kid] = key
+        self._cache.move_to_end(kid)
         while len(self._cache) > self.max_cached:
             self._cache.popitem(last=False)
 

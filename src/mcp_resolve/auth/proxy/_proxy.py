@@ -26,10 +26,12 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import secrets
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urlsplit
 
 import anyio
 from pydantic import AnyUrl, PrivateAttr
@@ -131,11 +133,13 @@ class OAuthProxy:
     reach); `mcp_path` where the MCP endpoint is; `scopes` the scopes this server's tools use
     (what clients may ask for; `required_scopes` must be held for every request); `claims` the
     upstream identity fields the tokens carry (`UpstreamIdentity`); `store` where the proxy's
-    state lives (a `KeyValueStore`; in memory by default: use Redis or SQLite for more than one
-    worker); `encryption_key` the secret that seals it (default: derived from the upstream client
-    secret, which every worker shares); `consent` shows the consent page (keep it on: it is the
-    confused-deputy protection MCP requires of a proxy); `remember_consent` skips it for a client
-    this browser approved before.
+    state lives (a `KeyValueStore`, a `redis://` URL or a SQLite path; by default Redis when
+    MCP_RESOLVE_REDIS_URL is set, else memory, which serves one process only); `encryption_key`
+    the secret that seals it (default: derived from the upstream client secret, which every worker
+    shares), with `previous_encryption_keys` still opening what older keys sealed while you rotate
+    it; `consent` shows the consent page (keep it on: it is the confused-deputy protection MCP
+    requires of a proxy); `remember_consent` skips it when this browser gave this client the same
+    approval before.
     """
 
     callback_path = "/auth/callback"
@@ -151,6 +155,7 @@ class OAuthProxy:
         claims: Sequence[str] = DEFAULT_CLAIMS,
         store: KeyValueStore | str | os.PathLike[str] | None = None,
         encryption_key: str | bytes | None = None,
+        previous_encryption_keys: Sequence[str | bytes] = (),
         consent: bool = True,
         remember_consent: bool = True,
         client_registration: bool = True,
@@ -175,7 +180,12 @@ class OAuthProxy:
         self.code_ttl_s = code_ttl_s
         self.refresh_token_ttl_s = refresh_token_ttl_s
         secret = self._secret(encryption_key, upstream, store)
-        self.state = SealedStore(_store(store), Vault(derive_key(secret, "mcp-resolve proxy state")))
+        purpose = "mcp-resolve proxy state"
+        vault = Vault(
+            derive_key(secret, purpose),
+            previous=[derive_key(key, purpose) for key in previous_encryption_keys],
+        )
+        self.state = SealedStore(_store(store, self.issuer), vault)
         self.consent = ConsentGuard(
             derive_key(secret, "mcp-resolve proxy consent"), remember=remember_consent
         )
@@ -358,7 +368,7 @@ class OAuthProxy:
                 "This sign-in request is unknown or no longer valid. Start again from your app.",
             )
         if error or not code:
-            logger.info("upstream refused the sign-in: %s", (error or "no code")[:64])
+            logger.info("upstream refused the sign-in: %r", (error or "no code")[:64])
             return self._client_redirect(
                 record, error="access_denied", error_description="the sign-in was not completed"
             )
@@ -570,16 +580,26 @@ class ProxyTokenVerifier:
         return await self.proxy.load_access_token(token)
 
 
-def _store(store: KeyValueStore | str | os.PathLike[str] | None) -> KeyValueStore:
-    """The store `OAuthProxy(store=...)` names: one given, a Redis URL, a SQLite file, or memory."""
+def _store(store: KeyValueStore | str | os.PathLike[str] | None, issuer: str) -> KeyValueStore:
+    """The store `OAuthProxy(store=...)` names: one given, a Redis URL, a SQLite file; else Redis when
+    MCP_RESOLVE_REDIS_URL is set (the fleet's one switch moves the proxy's state too), else memory.
+    Redis keys are under a prefix of their own per issuer, so two proxies on one Redis never meet."""
     if store is None:
-        from ...stores.keyvalue import MemoryKeyValueStore
+        from ...settings import load_settings
 
-        return MemoryKeyValueStore()
+        configured = load_settings().redis_url
+        if configured is None:
+            from ...stores.keyvalue import MemoryKeyValueStore
+
+            return MemoryKeyValueStore()
+        store = configured.get_secret_value()
     if isinstance(store, str) and store.startswith(("redis://", "rediss://", "unix://")):
         from ...stores import RedisConnection, RedisKeyValueStore
 
-        return RedisKeyValueStore(RedisConnection(store, prefix="mcp-resolve:oauth-proxy"), name="proxy")
+        namespace = re.sub(r"[^A-Za-z0-9._-]", "-", urlsplit(issuer).netloc + urlsplit(issuer).path)[:64]
+        return RedisKeyValueStore(
+            RedisConnection(store, prefix=f"mcp-resolve:oauth-proxy:{namespace}"), name="proxy"
+        )
     if isinstance(store, (str, os.PathLike)):
         from ...stores import SqliteKeyValueStore
 
@@ -588,6 +608,4 @@ def _store(store: KeyValueStore | str | os.PathLike[str] | None) -> KeyValueStor
 
 
 def _query(**params: str) -> str:
-    from urllib.parse import urlencode
-
     return urlencode(params)

@@ -92,6 +92,11 @@ class Vault:
         """The sealing key's id (hex): public, it says which key sealed a blob, nothing about the key."""
         return self._id.hex()
 
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        """Every key id this vault opens: the sealing key's first, then the previous keys'."""
+        return (self.key_id, *(key_id.hex() for key_id in self._openers if key_id != self._id))
+
     def seal(self, name: str, value: Mapping[str, Any]) -> bytes:
         """`value` as JSON, encrypted and authenticated for `name` (a fresh random nonce each time)."""
         if not isinstance(value, Mapping):
@@ -134,6 +139,10 @@ class SealedStore:
     @property
     def key_id(self) -> str:
         return self.vault.key_id
+
+    @property
+    def key_ids(self) -> tuple[str, ...]:
+        return self.vault.key_ids
 
     async def put(self, name: str, value: Mapping[str, Any], *, ttl: float, only_new: bool = False) -> bool:
         return await self.store.put(name, self.vault.seal(name, value), ttl=ttl, only_new=only_new)
