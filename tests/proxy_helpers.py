@@ -211,6 +211,7 @@ async def proxied_desk(
                     client_secret=upstream.client_secret,
                     base_url=base,
                     upstream_name="google",
+                    upstream_display_name="Google",
                     upstream_options={"allow_http_loopback": True, **more},
                     **options,
                 )

@@ -148,7 +148,11 @@ class KeycloakProvider(OAuthProxy):
 
 
 class OIDCProxy(OAuthProxy):
-    """Sign in with any OpenID provider, configured from its discovery document."""
+    """Sign in with any OpenID provider, configured from its discovery document.
+
+    `upstream_name` is the provider's name in the tokens (`upstream` claim); `upstream_display_name`
+    what the consent and error pages call it ("Corp SSO"; default: the name).
+    """
 
     def __init__(
         self,
@@ -158,15 +162,15 @@ class OIDCProxy(OAuthProxy):
         client_secret: str | None,
         base_url: str,
         upstream_name: str = "oidc",
+        upstream_display_name: str | None = None,
         upstream_scopes: Sequence[str] | None = None,
         upstream_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
+        options_upstream = _upstream(upstream_options, upstream_scopes)
+        if upstream_display_name is not None:
+            options_upstream["display_name"] = upstream_display_name
         upstream = presets.oidc(
-            discovery_url,
-            client_id,
-            client_secret,
-            name=upstream_name,
-            **_upstream(upstream_options, upstream_scopes),
+            discovery_url, client_id, client_secret, name=upstream_name, **options_upstream
         )
         super().__init__(upstream=upstream, base_url=base_url, **options)

@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .....auth.proxy.pages import ProxiesUpstream
+from ._access_log import hide_sign_in_queries
 from ._authorize import authorize_handler
 from ._common import AuthorizationServer, ClientDocuments, Endpoint
 from ._consent_page import consent_routes
@@ -93,8 +94,11 @@ def authorization_server_routes(server: ServedServer) -> list[Route]:
     if auth.revocation_enabled:
         revoke = Endpoint(_bound(revoke_handler, auth), ("POST",))
         routes.append(Route(auth.path("/revoke"), _open_to_browsers(revoke)))
+    hidden = [auth.path("/authorize")]
     # A provider that signs the person in upstream (OAuthProxy) has pages of its own.
     if isinstance(auth.provider, ProxiesUpstream):
         routes.extend(consent_routes(auth.provider, auth.path("/consent")))
         routes.extend(proxy_page_routes(auth.provider))
+        hidden += [auth.path("/consent"), auth.provider.callback_path]
+    hide_sign_in_queries(hidden)
     return routes
