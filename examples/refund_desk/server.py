@@ -55,6 +55,9 @@ ORDERS: dict[str, tuple[Line, ...]] = {
     "ORD-8001": (Line("rain-jacket", 8900, restockable=True),),
 }
 OWNERS = {"ORD-7001": "alice", "ORD-7002": "alice", "ORD-8001": "bob"}
+UPSTREAM_CUSTOMERS = {("oidc", "alice"): "alice", ("github", "1001"): "alice", ("github", "1002"): "bob"}
+"""Behind --proxy, which identity provider account is which customer: (provider, its user id).
+Never the login or e-mail, which can change hands; your account-linking table in real life."""
 LOCAL_CUSTOMER = "alice"
 """Who the desk serves when no token says (stdio, or HTTP open to all): the person at this machine."""
 ISSUER = "https://auth.refund-desk.example"
@@ -88,7 +91,7 @@ async def current_customer(ctx: Context) -> str:
     """The customer is whoever the access token names: never an argument, so never the model's choice.
 
     Behind --proxy the desk signed the person in at their identity provider itself: the customer
-    is that provider's user (their login there, else their e-mail, else their user id).
+    is the one linked to that provider's user id (`UPSTREAM_CUSTOMERS`).
     """
     token = ctx.access_token
     if token is None:
@@ -97,7 +100,10 @@ async def current_customer(ctx: Context) -> str:
         from mcp_resolve.auth.proxy import upstream_identity  # the mcp-resolve[auth] extra
 
         who = await upstream_identity(token)
-        return who.login or who.email or who.subject
+        customer = UPSTREAM_CUSTOMERS.get((who.provider, who.subject))
+        if customer is None:
+            raise ToolError(f"{who.login or who.subject} at {who.provider} is not a customer of this desk")
+        return customer
     if not token.subject:
         raise ToolError("the access token names no customer")
     return token.subject

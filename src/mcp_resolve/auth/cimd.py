@@ -49,6 +49,7 @@ import pydantic
 import pydantic_core
 
 from .provider import AuthorizationErrorCode, AuthorizeError, OAuthClientInformationFull
+from .redirect_uris import MAX_REDIRECT_URIS, check_redirect_uri
 
 __all__ = ["ClientMetadataDocuments"]
 
@@ -325,6 +326,11 @@ class ClientMetadataDocuments:
             or not all(isinstance(u, str) for u in redirect_uris)
         ):
             raise _refused("a client metadata document must list its redirect_uris")
+        kind = document.get("application_type")
+        if len(redirect_uris) > MAX_REDIRECT_URIS or any(
+            check_redirect_uri(uri, kind if isinstance(kind, str) else None) for uri in redirect_uris
+        ):
+            raise _refused("a client metadata document lists a redirect URI a client may not register")
         client_name = document.get("client_name")
         if not isinstance(client_name, str) or not client_name.strip() or len(client_name) > 200:
             raise _refused("a client metadata document must have a client_name (at most 200 characters)")

@@ -19,13 +19,13 @@ Nothing here speaks HTTP: the endpoints live in `transports/http/_auth/`.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import AnyHttpUrl, AnyUrl, BaseModel, ConfigDict, Field
+from pydantic import AnyHttpUrl, AnyUrl, BaseModel, ConfigDict, Field, field_validator
 
+from .redirect_uris import redirect_uri_matches
 from .tokens import AccessToken, AuthSettings, ClientRegistrationOptions, RevocationOptions, TokenVerifier
 
 __all__ = [
@@ -94,17 +94,16 @@ class OAuthClientInformationFull(OAuthClientMetadata):
     def validate_scope(self, requested_scope: str | None) -> list[str] | None:
         """The scopes asked for, if this client registered them all (None: nothing was asked).
 
-        A client that registered no `scope` may ask for any; `AuthorizeError`
-        (`invalid_scope`) names the first scope it did not register.
+        As in the official SDK, a client that registered no `scope` may ask for
+        none; `AuthorizeError` (`invalid_scope`) names the first scope it did not register.
         """
         if requested_scope is None:
             return None
         requested = requested_scope.split()
-        if self.scope is not None:
-            allowed = set(self.scope.split())
-            for scope in requested:
-                if scope not in allowed:
-                    raise AuthorizeError("invalid_scope", f"client was not registered with scope {scope}")
+        allowed = set((self.scope or "").split())
+        for scope in requested:
+            if scope not in allowed:
+                raise AuthorizeError("invalid_scope", f"client was not registered with scope {scope}")
         return requested
 
     def validate_redirect_uri(self, redirect_uri: AnyUrl | str | None) -> AnyUrl:
@@ -128,48 +127,17 @@ class OAuthClientInformationFull(OAuthClientMetadata):
 class OAuthToken(BaseModel):
     """A token response (RFC 6749 §5.1)."""
 
+    @field_validator("token_type", mode="before")
+    @classmethod
+    def _bearer(cls, value: object) -> object:
+        return "Bearer" if isinstance(value, str) and value.lower() == "bearer" else value
+
     access_token: str = Field(repr=False)
     token_type: Literal["Bearer"] = "Bearer"
+    """Any case of "bearer" reads as "Bearer" (RFC 6749 §5.1: case-insensitive), as the official SDK has it."""
     expires_in: int | None = None
     scope: str | None = None
     refresh_token: str | None = Field(default=None, repr=False)
-
-
-_LOOPBACK_NAMES = ("localhost",)
-
-
-def _is_loopback_host(host: str | None) -> bool:
-    if host is None:
-        return False
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def redirect_uri_matches(given: str, registered: str) -> bool:
-    """Whether `given` is `registered`: the same string, or (RFC 8252 §7.3) a loopback `http`
-    URI that differs only in its port."""
-    if given == registered:
-        return True
-    a, b = urlsplit(given), urlsplit(registered)
-    if a.scheme != "http" or b.scheme != "http" or not _is_loopback_host(a.hostname):
-        return False
-    if a.hostname != b.hostname:
-        return False
-    try:
-        a.port, b.port  # noqa: B018 - a malformed port raises here
-    except ValueError:
-        return False
-    return (a.path, a.query, a.fragment, a.username, a.password) == (
-        b.path,
-        b.query,
-        b.fragment,
-        b.username,
-        b.password,
-    )
 
 
 # ---------------------------------------------------------------------------------------------

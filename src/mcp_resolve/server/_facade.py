@@ -93,6 +93,14 @@ def _provider_protection(
         raise ValueError(_PROVIDER_AND_VERIFIER)
     if isinstance(provider, ConfiguresProtection):
         verifier, settings = provider.protection()
+        if auth is not None and (
+            auth.issuer_url != settings.issuer_url or auth.resource_server_url != settings.resource_server_url
+        ):
+            raise ValueError(
+                "auth=AuthSettings(...) names another issuer or resource than this provider's own "
+                f"({settings.issuer_url}, {settings.resource_server_url}): leave auth= out, the provider "
+                "configures it"
+            )
         return verifier, settings if auth is None else auth
     if auth is None:
         raise ValueError(_PROVIDER_NEEDS_SETTINGS)

@@ -13,8 +13,8 @@ JavaScript and a hostile client name cannot run anything. The POST carries a CSR
 both the transaction and a random per-browser cookie (HMAC, compared in constant time), so a form
 on another site, or another browser holding a copied token, is refused.
 
-A person's approval of a (client id, redirect URI) pair can be remembered in a signed cookie
-with an expiry, bounded in size (the oldest entries go first); the operator turns that off with
+A person's approval can be remembered for the client and exactly what it covered
+(`approval_of`: redirect URI, scopes, resource) in a signed cookie with an expiry, bounded in size (the oldest entries go first); the operator turns that off with
 `remember=False`, and every sign-in then shows the page.
 
 Nothing here speaks HTTP: the endpoint is `transports/http/_auth/authorization_server/_consent_page.py`.
@@ -326,8 +326,8 @@ class ConsentGuard:
 class ConsentFlow(Protocol):
     """What the consent endpoint calls; `OAuthProxy` implements it.
 
-    `decide` raises `LookupError` for a transaction that is unknown, expired or already decided;
-    the endpoint shows an "expired" page then.
+    `decide` raises `LookupError` (the endpoint shows an "expired" page) or `PageError` (shown as
+    it says) for a transaction that is unknown, expired, or approved in another browser.
     """
 
     consent: ConsentGuard

@@ -24,12 +24,13 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import inspect
 import logging
 import os
 import re
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -143,6 +144,8 @@ class OAuthProxy:
     """
 
     callback_path = "/auth/callback"
+    authorization_response_iss_parameter_supported = True
+    """Every redirect back to a client carries `iss` (RFC 9207), and the metadata says so."""
 
     def __init__(
         self,
@@ -165,13 +168,24 @@ class OAuthProxy:
         transaction_ttl_s: float = 600,
         code_ttl_s: float = 60,
         key_rotation_s: float = 86400,
+        allow: Callable[[UpstreamIdentity], bool | Awaitable[bool]] | None = None,
     ) -> None:
+        if not consent and (client_registration or client_id_metadata_documents):
+            raise ValueError(
+                "OAuthProxy(consent=False) lets any client that registers itself sign people in as "
+                "themselves without their knowing (the confused deputy): turn it off only with "
+                "client_registration=False and client_id_metadata_documents=False (clients you register)"
+            )
         self.upstream_config = upstream
         self.base_url = base_url.rstrip("/")
         self.issuer = self.base_url
         self.resource = self.base_url + "/" + mcp_path.strip("/")
         self.scopes = tuple(check_scope(s) for s in scopes)
         self.required_scopes = tuple(required_scopes) if required_scopes is not None else None
+        self.offered = self.scopes or self.required_scopes or ()
+        """The scopes a token of this proxy can carry: `scopes`, else `required_scopes`, else none."""
+        self.allow = allow
+        """Who may sign in (None: anyone the upstream signs in): checked when the upstream sends them back."""
         self.claims = tuple(claims)
         self.show_consent = consent
         self.client_registration = client_registration
@@ -179,13 +193,14 @@ class OAuthProxy:
         self.transaction_ttl_s = transaction_ttl_s
         self.code_ttl_s = code_ttl_s
         self.refresh_token_ttl_s = refresh_token_ttl_s
-        secret = self._secret(encryption_key, upstream, store)
+        kept = _store(store, self.issuer)
+        secret = self._secret(encryption_key, kept)
         purpose = "mcp-resolve proxy state"
         vault = Vault(
             derive_key(secret, purpose),
             previous=[derive_key(key, purpose) for key in previous_encryption_keys],
         )
-        self.state = SealedStore(_store(store, self.issuer), vault)
+        self.state = SealedStore(kept, vault)
         self.consent = ConsentGuard(
             derive_key(secret, "mcp-resolve proxy consent"), remember=remember_consent
         )
@@ -203,22 +218,23 @@ class OAuthProxy:
         self.client_id_metadata_documents = client_id_metadata_documents
 
     @staticmethod
-    def _secret(key: str | bytes | None, upstream: UpstreamConfig, store: object) -> str | bytes:
-        """The secret the proxy's state is sealed with: the operator's, else the upstream client secret.
+    def _secret(key: str | bytes | None, store: KeyValueStore) -> str | bytes:
+        """The secret the proxy's state is sealed with: the operator's; in memory, a random one.
 
-        Every worker of a fleet must derive the same keys, so a shared store with
-        neither is refused rather than sealed with a key only one worker knows.
+        A shared store needs a key every worker knows, and one that nobody else
+        does (not the upstream client secret, which the provider knows too), so it
+        is refused without one rather than sealed with a key of this process only.
         """
+        from ...stores.keyvalue import MemoryKeyValueStore
+
         if key:
             return key
-        if upstream.client_secret:
-            # As strong as the client secret itself (which every worker shares), whatever its length.
-            return hashlib.sha256(b"mcp-resolve proxy secret:" + upstream.client_secret.encode()).digest()
-        if store is None:
-            return secrets.token_bytes(32)
+        if isinstance(store, MemoryKeyValueStore):
+            return secrets.token_bytes(32)  # one process: nothing outlives it, nothing to share
         raise ValueError(
-            "OAuthProxy(encryption_key=...) is needed: the upstream client has no secret to derive "
-            "the key from, and a shared store must be sealed with a key every worker knows"
+            "OAuthProxy(encryption_key=...) is needed with a shared store: every worker must seal "
+            "with the same secret (at least 32 bytes; python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))' makes one)"
         )
 
     # -- what MCPServer asks -----------------------------------------------------------------
@@ -230,7 +246,7 @@ class OAuthProxy:
             resource_server_url=self.resource,
             required_scopes=self.required_scopes,
             client_registration_options=ClientRegistrationOptions(
-                enabled=self.client_registration, valid_scopes=list(self.scopes) or None
+                enabled=self.client_registration, valid_scopes=list(self.offered)
             ),
             revocation_options=RevocationOptions(enabled=True),
             client_id_metadata_documents=self.client_id_metadata_documents,
@@ -275,18 +291,12 @@ class OAuthProxy:
         return f"{self.base_url}/consent?{_query(txn=txn)}"
 
     def _granted(self, client: OAuthClientInformationFull, asked: list[str] | None) -> list[str]:
-        """The scopes a sign-in asks the person for: those asked that this server has (an
+        """The scopes a sign-in asks the person for: those asked that this server offers (an
         authorization server may grant fewer than asked, RFC 6749 §3.3), else the least a client
-        gets: `required_scopes`, or what it registered."""
-        known = set(self.scopes)
-        if asked:
-            kept = [scope for scope in dict.fromkeys(asked) if not known or scope in known]
-            if kept:
-                return kept
-        if self.required_scopes:
-            return list(self.required_scopes)
-        registered = (client.scope or "").split()
-        return [scope for scope in registered if not known or scope in known]
+        gets, `required_scopes`. Never a scope the server does not offer: with none declared, none."""
+        offered = set(self.offered)
+        kept = [scope for scope in dict.fromkeys(asked or ()) if scope in offered]
+        return kept or list(self.required_scopes or ())
 
     async def consent_view(self, txn: str) -> ConsentView | None:
         record = await self.state.get(secret_name("txn", txn))
@@ -323,8 +333,15 @@ class OAuthProxy:
             raise PageError(
                 "Sign-in expired", "This sign-in request is no longer valid. Start again from your app."
             )
+        binding = _digest(browser) if browser else None
+        if record.get("approved") and record.get("browser") not in (None, binding):
+            raise PageError(
+                "Sign-in refused",
+                "This sign-in was already approved in another browser. Start again from your app.",
+                status=403,
+            )
         record["approved"] = True
-        record["browser"] = _digest(browser) if browser else None
+        record["browser"] = binding
         await self.state.put(name, record, ttl=self.transaction_ttl_s)
         return await self._upstream_url(txn, record)
 
@@ -384,6 +401,11 @@ class OAuthProxy:
                 error="temporarily_unavailable" if exc.kind == "unreachable" else "access_denied",
                 error_description=f"{self.upstream_config.label} sign-in failed",
             )
+        if not await self._allowed(identity):
+            logger.info("a sign-in was refused by the proxy's allow= policy (%s)", identity.provider)
+            return self._client_redirect(
+                record, error="access_denied", error_description="this account may not use this server"
+            )
         try:
             code_value = await self._signed_in(record, identity, tokens)
         except MCPError as exc:  # the store is full or down: fail closed, and tell the client why
@@ -435,6 +457,14 @@ class OAuthProxy:
                 await self.grants.revoke(grant.grant_id)
             raise
         return code_value
+
+    async def _allowed(self, identity: UpstreamIdentity) -> bool:
+        if self.allow is None:
+            return True
+        verdict = self.allow(identity)
+        if inspect.isawaitable(verdict):
+            verdict = await verdict
+        return bool(verdict)
 
     def _selected_claims(self, identity: UpstreamIdentity) -> dict[str, Any]:
         kept = {"upstream", "upstream_sub", *self.claims}

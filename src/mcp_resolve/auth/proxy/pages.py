@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass
 class PageError(Exception):
     """Shown to the person as an error page (never sent to a client): `title`, `message` are safe to show."""
 

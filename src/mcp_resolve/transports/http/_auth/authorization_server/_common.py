@@ -23,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .....auth.tokens import ClientRegistrationOptions, check_scope
 from .....stores import StoreUnavailable
 from .....stores.keyvalue import KeyValueStoreFull
 from ..._wire.body import ClientGone, read_body
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .....auth.tokens import AuthSettings
 
 __all__ = [
+    "registered_scope",
     "MAX_BODY_BYTES",
     "MAX_FIELDS",
     "RETRY_AFTER_S",
@@ -127,11 +129,35 @@ class AuthorizationServer:
             from .....auth.provider import AuthorizeError
 
             try:
-                return await self.documents.client(client_id)
+                client = await self.documents.client(client_id)
+                scope = registered_scope(client.scope, self.settings.client_registration_options)
             except AuthorizeError as refused:
                 logger.info("refused a client metadata document (%s)", refused.error)
                 return None
+            except ValueError:
+                logger.info("refused a client metadata document (a scope this server does not offer)")
+                return None
+            return client.model_copy(update={"scope": scope})
         return await self.provider.get_client(client_id)
+
+
+def registered_scope(requested: str | None, options: ClientRegistrationOptions | None) -> str | None:
+    """The scope a client may ask for when it signs in, from the one it registered (or its document).
+
+    With `valid_scopes`, any of them (a scope outside is a ValueError): the person still decides,
+    and a step-up needs no new registration. Without, what it asked for, else `default_scopes`,
+    else none: the official SDK's rule, under which a client that registered nothing asks nothing.
+    """
+    asked = [check_scope(s) for s in (requested or "").split(" ") if s]
+    if options is not None and options.valid_scopes is not None:
+        if any(s not in options.valid_scopes for s in asked):
+            raise ValueError("scope names a scope this server does not offer")
+        return " ".join(options.valid_scopes)
+    if asked:
+        return " ".join(asked)
+    if options is not None and options.default_scopes is not None:
+        return " ".join(options.default_scopes)
+    return None
 
 
 class BadRequest(Exception):

@@ -1,48 +1,51 @@
 """`/register`: dynamic client registration (RFC 7591), when `client_registration_options.enabled`.
 
 Anyone may register, so what a client says about itself is checked, not
-trusted. Its redirect URIs are where codes will be sent: each must be an
-absolute URI without a fragment or user name, and fit the client's
-`application_type` (RFC 8252, OpenID Connect Registration): a `native` app
-redirects to loopback `http` (any port, RFC 8252 §7.3) or to a private-use
-scheme in reverse-domain form (`com.example.app:/callback`, §7.1); a `web`
-client to `https` (or loopback `http`, for development). A client that says
-neither may use any of these. `javascript:`, `data:` and other schemes that
-would run or carry content are refused whatever the type.
+trusted. Its redirect URIs are where codes will be sent: `mcp_resolve.auth.redirect_uris`
+says which may be registered, and the record is bounded in size (`MAX_RECORD_BYTES`).
 
 The server makes the client id and, for a confidential client, the secret
-(256 random bits), and answers with everything it recorded (201). A client
-registered here may ask, when it signs in, for any scope in `valid_scopes`
-(the person still decides), so a scope step-up needs no new registration.
+(256 random bits), and answers with everything it recorded (201). The scope
+it may ask for later is `registered_scope`'s (`_common`): with `valid_scopes`,
+any of them (the person still decides), so a step-up needs no new registration;
+without, what it registered, else `default_scopes`, else none (the official
+SDK's rule).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import re
 import secrets
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .....auth.provider import OAuthClientInformationFull, OAuthClientMetadata, RegistrationError
-from .....auth.tokens import check_scope
+from .....auth.provider import (
+    ClientRegistrationOptions,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    RegistrationError,
+)
+from .....auth.redirect_uris import MAX_REDIRECT_URIS, check_redirect_uri
 from ..._wire.responses import json_response
-from ._common import AuthorizationServer, BadRequest, no_store, oauth_error, read_body_bounded
+from ._common import (
+    AuthorizationServer,
+    BadRequest,
+    no_store,
+    oauth_error,
+    read_body_bounded,
+    registered_scope,
+)
 from ._metadata import CLIENT_AUTH_METHODS
 
-__all__ = ["check_redirect_uri", "register_handler"]
+__all__ = ["register_handler"]
 
-MAX_REDIRECT_URIS = 10
-MAX_URI_CHARS = 2000
-_PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+\-]*(\.[a-z0-9+\-]+)+")
-"""A reverse-domain scheme (RFC 8252 §7.1): at least one dot, so never `javascript`, `data` or `file`."""
-_NEVER = frozenset({"javascript", "data", "vbscript", "file", "blob", "about", "filesystem", "ws", "wss"})
+MAX_RECORD_BYTES = 4096
+"""What a registered client may weigh: anyone may register, and the provider keeps each one."""
+MAX_NAME_CHARS = 200
 _GRANTS = frozenset({"authorization_code", "refresh_token"})
 
 
@@ -51,67 +54,6 @@ class _Invalid(Exception):
         super().__init__(description)
         self.error = error
         self.description = description
-
-
-def _loopback_http(scheme: str, host: str | None) -> bool:
-    if scheme != "http" or host is None:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_redirect_uri(uri: str, application_type: str | None) -> str | None:
-    """Why `uri` cannot be a redirect URI of a client of this `application_type`, or None when it can."""
-    if len(uri) > MAX_URI_CHARS or any(c.isspace() or ord(c) < 0x20 or c == "\\" for c in uri):
-        return "a redirect URI is malformed"
-    if "#" in uri:
-        return "a redirect URI must not have a fragment"
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - a malformed port raises here
-    except ValueError:
-        return "a redirect URI is malformed"
-    scheme = parts.scheme.lower()
-    if not scheme or scheme in _NEVER:
-        return "a redirect URI has a scheme that cannot receive a code"
-    if parts.username is not None or parts.password is not None:
-        return "a redirect URI must not carry a user name or password"
-    web = scheme == "https" and bool(parts.hostname)
-    loopback = _loopback_http(scheme, parts.hostname)
-    private = bool(_PRIVATE_SCHEME.fullmatch(scheme)) and not parts.netloc
-    if scheme == "http" and not loopback:
-        return "a redirect URI may use http only on loopback (127.0.0.1, [::1], localhost)"
-    if application_type == "native" and not (loopback or private):
-        return "a native client's redirect URIs must be loopback http or a private-use scheme"
-    if application_type == "web" and not (web or loopback):
-        return "a web client's redirect URIs must use https (http only on loopback)"
-    if not (web or loopback or private):
-        return "a redirect URI must use https, loopback http, or a private-use scheme (com.example.app:/path)"
-    return None
-
-
-def _scope(requested: str | None, server: AuthorizationServer) -> str | None:
-    """The scope recorded for the client: see the module's docstring."""
-    options = server.settings.client_registration_options
-    assert options is not None
-    asked: list[str] = []
-    if requested is not None:
-        try:
-            asked = [check_scope(s) for s in requested.split(" ") if s]
-        except ValueError:
-            raise _Invalid("invalid_client_metadata", "scope is malformed") from None
-    if options.valid_scopes is not None:
-        unknown = [s for s in asked if s not in options.valid_scopes]
-        if unknown:
-            raise _Invalid("invalid_client_metadata", "scope names a scope this server does not offer")
-        return " ".join(options.valid_scopes)
-    if not asked and options.default_scopes is not None:
-        return " ".join(options.default_scopes)
-    return None
 
 
 def _metadata(body: bytes) -> tuple[OAuthClientMetadata, list[str]]:
@@ -139,6 +81,13 @@ def _metadata(body: bytes) -> tuple[OAuthClientMetadata, list[str]]:
         raise _Invalid("invalid_client_metadata", f"invalid field(s): {', '.join(fields)}"[:200]) from None
 
 
+def _scope(requested: str | None, options: ClientRegistrationOptions) -> str | None:
+    try:
+        return registered_scope(requested, options)
+    except ValueError as invalid:
+        raise _Invalid("invalid_client_metadata", str(invalid)) from None
+
+
 def _client(
     server: AuthorizationServer, metadata: OAuthClientMetadata, uris: list[str]
 ) -> OAuthClientInformationFull:
@@ -149,6 +98,8 @@ def _client(
         raise _Invalid(
             "invalid_client_metadata", "grant_types must be authorization_code (and refresh_token)"
         )
+    if metadata.client_name is not None and len(metadata.client_name) > MAX_NAME_CHARS:
+        raise _Invalid("invalid_client_metadata", f"client_name is over {MAX_NAME_CHARS} characters")
     if metadata.response_types != ["code"]:
         raise _Invalid("invalid_client_metadata", 'response_types must be ["code"]')
     options = server.settings.client_registration_options
@@ -162,13 +113,16 @@ def _client(
         **metadata.model_dump(exclude_none=True),
         "redirect_uris": uris,
         "token_endpoint_auth_method": method,
-        "scope": _scope(metadata.scope, server),
+        "scope": _scope(metadata.scope, options),
         "client_id": secrets.token_urlsafe(16),
         "client_id_issued_at": now,
         "client_secret": secret,
         "client_secret_expires_at": expires,
     }
-    return OAuthClientInformationFull.model_validate(record)
+    client = OAuthClientInformationFull.model_validate(record)
+    if len(client.model_dump_json(exclude_none=True)) > MAX_RECORD_BYTES:
+        raise _Invalid("invalid_client_metadata", f"the client's metadata is over {MAX_RECORD_BYTES} bytes")
+    return client
 
 
 async def register_handler(server: AuthorizationServer, request: Request) -> Response:
