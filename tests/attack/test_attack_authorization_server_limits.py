@@ -13,6 +13,7 @@ HTTP a flood from 127.0.0.2 is refused past its cap while a person at
 from __future__ import annotations
 
 import logging
+import time
 import tracemalloc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -274,7 +275,8 @@ async def test_a_flood_from_one_address_is_capped_and_a_person_elsewhere_still_s
 
 @pytest.mark.slow
 async def test_a_flood_leaves_the_proxy_store_far_from_full_and_a_person_signs_in_through_it() -> None:
-    store = MemoryKeyValueStore(max_entries=200)
+    later = [0.0]
+    store = MemoryKeyValueStore(max_entries=200, clock=lambda: time.time() + later[0])
     async with proxied_desk("oidc", store=store, app_options=CAPS) as (_upstream, proxy, url):
         base = url.removesuffix("/mcp")
         redirect = "http://127.0.0.1:47823/callback"
@@ -296,8 +298,22 @@ async def test_a_flood_leaves_the_proxy_store_far_from_full_and_a_person_signs_i
         assert len(store) < 200 // 4
 
         person = ConsentingBrowser()
-        async with Client(url, auth=OAuth(redirect_handler=person, callback_handler=person)) as client:
+        visited: list[str] = []
+
+        async def browse(authorization_url: str) -> None:
+            visited.append(authorization_url)
+            await person(authorization_url)
+
+        async with Client(url, auth=OAuth(redirect_handler=browse, callback_handler=person)) as client:
             result = await client.call_tool("whoami", {})
             assert "".join(getattr(p, "text", "") for p in result.content).startswith("google:alice")
         assert person.consent_pages == 1
+        signed_in = httpx.URL(visited[0]).params["client_id"]
+
+        # A registration nobody signed in with is kept a day; one somebody signed in with, 90 days.
+        later[0] = 2 * 86400
+        assert await proxy.get_client(client_id) is None
+        assert await proxy.get_client(signed_in) is not None
+        later[0] = 89 * 86400
+        assert await proxy.get_client(signed_in) is not None
         await proxy.aclose()
