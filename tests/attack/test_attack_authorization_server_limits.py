@@ -36,7 +36,7 @@ pytestmark = pytest.mark.anyio
 
 BASE = "http://127.0.0.1:8765"
 FLOODER = "127.0.0.2"
-CAPS = {
+CAPS: dict[str, Any] = {
     "max_registrations_per_address": 5,
     "max_authorizations_per_address": 5,
     "max_token_requests_per_address": 5,
@@ -71,7 +71,7 @@ def test_a_peer_gets_its_burst_then_one_request_per_refill() -> None:
     limiter = PeerLimiter("/register", 3, 30.0, clock=clock)
     assert [limiter.take("10.0.0.1") for _ in range(3)] == [None, None, None]
     wait = limiter.take("10.0.0.1")
-    assert wait == pytest.approx(10.0)  # 3 per 30 s: one more every 10 s
+    assert wait is not None and wait == pytest.approx(10.0)  # 3 per 30 s: one more every 10 s
     assert PeerLimiter.retry_after(wait) == "10" and PeerLimiter.retry_after(0.2) == "1"
     clock.now += 9.0
     assert limiter.take("10.0.0.1") == pytest.approx(1.0)  # refused requests spend nothing
@@ -133,9 +133,11 @@ def test_a_refusal_is_logged_once_per_address_and_window_naming_the_address_only
 
 def test_caps_are_positive_or_none() -> None:
     for name in CAPS:
+        zero: dict[str, Any] = {name: 0}
+        off: dict[str, Any] = {name: None}
         with pytest.raises(ValueError, match=name):
-            HttpOptions(**{name: 0})
-        assert getattr(HttpOptions(**{name: None}), name) is None
+            HttpOptions(**zero)
+        assert getattr(HttpOptions(**off), name) is None
     assert (
         HttpOptions().max_registrations_per_address,
         HttpOptions().max_authorizations_per_address,
