@@ -100,10 +100,10 @@ def test_the_limiter_tracks_a_bounded_number_of_addresses_in_bounded_memory() ->
     assert limiter.take("flooder") is not None  # seen recently: still counted
     tracemalloc.start()
     try:
-        for i in range(5_000):
+        for i in range(2_000):
             limiter.take(f"10.2.{i // 256}.{i % 256}")
         after_few, _ = tracemalloc.get_traced_memory()
-        for i in range(50_000):
+        for i in range(20_000):
             limiter.take(f"10.3.{i // 256}.{i % 256}")
         after_many, _ = tracemalloc.get_traced_memory()
     finally:
