@@ -188,12 +188,14 @@ async def proxied_desk(
     *,
     account: str = "alice",
     upstream_server: dict[str, Any] | None = None,
+    app_options: dict[str, Any] | None = None,
     **proxy_options: Any,
 ) -> AsyncIterator[tuple[Any, Any, str]]:
     """(upstream, proxy, MCP URL) of `desk` behind an OAuthProxy whose upstream is oidc-provider in
     `mode` ("oidc": Google-like through `OIDCProxy`; "oauth": GitHub-like through `GitHubProvider`).
     `upstream_server` are options of the upstream itself (`upstream_provider`: `access_ttl_s` ...);
-    `upstream_options` among `proxy_options` are added to the proxy's loopback ones (`timeout_s`)."""
+    `upstream_options` among `proxy_options` are added to the proxy's loopback ones (`timeout_s`);
+    `app_options` are the app's (`HttpOptions`: `max_registrations_per_address` ...)."""
     from auth_helpers import serve_at_known_url
     from mcp_resolve.auth.proxy import GitHubProvider, OIDCProxy
     from upstream_helpers import upstream_provider
@@ -231,7 +233,8 @@ async def proxied_desk(
                     **options,
                 )
             made["proxy"] = proxy
-            return desk(proxy, upstream.endpoints["userinfo_endpoint"]).streamable_http_app()
+            served = desk(proxy, upstream.endpoints["userinfo_endpoint"])
+            return served.streamable_http_app(**(app_options or {}))
 
         async with serve_at_known_url(make) as base:
             yield upstream, made["proxy"], f"{base}/mcp"

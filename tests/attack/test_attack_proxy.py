@@ -586,7 +586,7 @@ async def test_the_store_down_gives_pages_and_errors_never_a_stack_or_a_token(
     caplog.set_level(logging.INFO)
     with redis_server() as redis:
         async with (
-            proxied_desk("oidc", store=redis.url) as (_upstream, proxy, url),
+            proxied_desk("oidc", store=redis.url, encryption_key="a-fleet-secret-of-at-least-32-bytes!") as (_upstream, proxy, url),
             person_at(url) as person,
         ):
             app, tokens = await person.tokens()

@@ -60,9 +60,11 @@ async def test_a_client_asking_nothing_gets_the_least() -> None:
     proxy = _proxy(scopes=["desk:read", "desk:write"], required_scopes=["desk:read"])
     assert await _asked(proxy, None) == ("desk:read",)
     assert await _asked(proxy, ["admin"]) == ("desk:read",)
-    no_required = _proxy(scopes=["desk:read", "desk:write"])
-    assert await _asked(no_required, None, registered="desk:write admin") == ("desk:write",)
+    assert await _asked(_proxy(scopes=["desk:read", "desk:write"]), None) == ()
 
 
-async def test_a_server_without_declared_scopes_passes_them_through() -> None:
-    assert await _asked(_proxy(), ["anything"]) == ("anything",)
+async def test_a_server_offering_no_scopes_grants_none() -> None:
+    """Scopes record what the person approved, not what they are entitled to: anyone who can sign in
+    upstream can press Approve, so a scope the server does not offer is never granted."""
+    assert await _asked(_proxy(), ["refunds:admin", "anything"]) == ()
+    assert await _asked(_proxy(required_scopes=["desk"]), ["refunds:admin"]) == ("desk",)

@@ -23,8 +23,11 @@ UPSTREAM = UpstreamConfig(
 )
 
 
+KEY = "a-fleet-secret-of-at-least-32-bytes!"
+
+
 def _proxy(base_url: str = "https://desk.example.com", **options: object) -> OAuthProxy:
-    return OAuthProxy(upstream=UPSTREAM, base_url=base_url, **options)  # type: ignore[arg-type]
+    return OAuthProxy(upstream=UPSTREAM, base_url=base_url, encryption_key=KEY, **options)  # type: ignore[arg-type]
 
 
 def test_memory_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -52,3 +55,9 @@ async def test_the_fleet_switch_puts_it_on_redis_apart_for_each_proxy(
         await desk.state.put("probe", {"who": "desk"}, ttl=60)
         assert await _proxy().state.get("probe") == {"who": "desk"}  # another worker of the same desk
         assert await other.state.get("probe") is None  # another proxy on the same Redis: apart
+
+
+def test_a_shared_store_needs_a_key_of_its_own(tmp_path: Path) -> None:
+    """Not one derived from the upstream client secret, which the provider knows too."""
+    with pytest.raises(ValueError, match="encryption_key"):
+        OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com", store=tmp_path / "p.sqlite3")

@@ -330,7 +330,7 @@ class ClientMetadataDocuments:
         if len(redirect_uris) > MAX_REDIRECT_URIS or any(
             check_redirect_uri(uri, kind if isinstance(kind, str) else None) for uri in redirect_uris
         ):
-            raise _refused("a client metadata document lists a redirect URI a client may not register")
+            raise _refused("a client metadata document's redirect_uris include one a client may not register")
         client_name = document.get("client_name")
         if not isinstance(client_name, str) or not client_name.strip() or len(client_name) > 200:
             raise _refused("a client metadata document must have a client_name (at most 200 characters)")

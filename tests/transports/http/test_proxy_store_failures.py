@@ -63,7 +63,7 @@ async def test_redis_down_mid_sign_in_every_step_answers_503(caplog: pytest.LogC
     redis.start_fresh()
     try:
         async with (
-            proxied_desk("oidc", store=redis.url) as (upstream, proxy, url),
+            proxied_desk("oidc", store=redis.url, encryption_key="a-fleet-secret-of-at-least-32-bytes!") as (upstream, proxy, url),
             httpx.AsyncClient(timeout=10) as http,
         ):
             base = url.removesuffix("/mcp")

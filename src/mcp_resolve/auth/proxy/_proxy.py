@@ -69,6 +69,11 @@ DEFAULT_CLAIMS = ("login", "email", "name", "groups")
 """The identity claims the proxy's tokens carry unless the operator chooses others."""
 
 _CLIENT_TTL_S = 90 * 86400
+"""How long a client someone signed in with is kept, from its last sign-in."""
+_NEW_CLIENT_TTL_S = 86400
+"""How long a registration nobody has signed in with yet is kept. Anyone may register, so one that
+is never used must not hold the store for months: a peer's registrations (capped per hour at
+`/register`) then hold at most a day's worth of entries."""
 _REFRESH_MARGIN_S = 60
 """An upstream token this close to its expiry is refreshed before it is handed to a tool."""
 
@@ -264,8 +269,19 @@ class OAuthProxy:
         await self.state.put(
             secret_name("client", client_info.client_id),
             client_info.model_dump(mode="json", exclude_none=True),
-            ttl=_CLIENT_TTL_S,
+            ttl=_NEW_CLIENT_TTL_S,
         )
+
+    async def _keep_client(self, client_id: str) -> None:
+        """A client someone signed in with: kept `_CLIENT_TTL_S` from now (best effort; a CIMD
+        client is not stored here)."""
+        name = secret_name("client", client_id)
+        try:
+            record = await self.state.get(name)
+            if record is not None:
+                await self.state.put(name, record, ttl=_CLIENT_TTL_S)
+        except MCPError as exc:
+            logger.warning("the proxy could not extend a client's registration (%s)", type(exc).__name__)
 
     # -- the person's way through: authorize, consent, upstream, callback ---------------------
 
@@ -520,7 +536,9 @@ class OAuthProxy:
             {"grant_id": record["grant_id"]},
             ttl=self.refresh_token_ttl_s,
         )
-        return await self.grants.issue(record["grant_id"], authorization_code.scopes)
+        tokens = await self.grants.issue(record["grant_id"], authorization_code.scopes)
+        await self._keep_client(client.client_id)
+        return tokens
 
     async def load_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: str

@@ -120,13 +120,14 @@ def create_app(server: ServedServer, *, path: str = "/mcp", **options: Any) -> S
         # Here, not at the top: an open server loads nothing of auth (joserfc, the bearer check).
         from ._auth.protected import ProtectedEndpoint
 
-        protected = ProtectedEndpoint(server, HttpOptions(**options))
+        http_options = HttpOptions(**options)
+        protected = ProtectedEndpoint(server, http_options)
         app = StreamableHTTPApp(protected, path)
         app.router.routes.extend(protected.metadata_routes(path))
         if server.auth_server_provider is not None:  # this server is its own authorization server
             from ._auth.authorization_server import authorization_server_routes
 
-            app.router.routes.extend(authorization_server_routes(server))
+            app.router.routes.extend(authorization_server_routes(server, http_options))
         return app
     scoped = [str(c.name) for c in server.components() if getattr(c, "scopes", ())]
     if scoped:

@@ -51,11 +51,25 @@ class HttpOptions:
     question_timeout: float | None = 300.0
     """Seconds a handshake-era call waits for the answer to a question it asked the client (elicitation,
     sampling, roots) before the question fails with an error the call reports (None: no deadline)."""
+    max_registrations_per_address: int | None = 20
+    """Of a server that is its own authorization server: client registrations (`/register`) one address
+    may make per hour; past it 429 (None: no cap). Counted per worker (docs/auth-server.md, Limits)."""
+    max_authorizations_per_address: int | None = 60
+    """Authorization requests (`/authorize`, each a sign-in the provider keeps) per address per 10 minutes."""
+    max_token_requests_per_address: int | None = 120
+    """Token requests (`/token`) per address per minute."""
 
     def __post_init__(self) -> None:
         if self.max_body_bytes <= 0:
             raise ValueError("max_body_bytes must be positive")
-        for name in ("max_streams", "max_streams_per_client", "question_timeout"):
+        for name in (
+            "max_streams",
+            "max_streams_per_client",
+            "question_timeout",
+            "max_registrations_per_address",
+            "max_authorizations_per_address",
+            "max_token_requests_per_address",
+        ):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be positive (or None)")

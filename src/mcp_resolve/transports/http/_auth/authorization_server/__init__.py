@@ -6,8 +6,9 @@ One module per endpoint, each readable top to bottom: `_metadata` (RFC 8414),
 protocols define and call the provider (`mcp_resolve.auth.provider`) for the
 rest, so any `OAuthAuthorizationServerProvider` gets the same checks.
 
-`authorization_server_routes(server)` is what `create_app` adds beside the
-MCP endpoint. The endpoints live under the issuer URL's path, at the
+`authorization_server_routes(server, options)` is what `create_app` adds beside the
+MCP endpoint, with the per-address caps of `options` in front of `/register`,
+`/authorize` and `/token` (`_limits`). The endpoints live under the issuer URL's path, at the
 issuer's origin; a provider's own pages (a login form, say) are routes the
 deployment adds to the app itself.
 """
@@ -24,10 +25,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .....auth.proxy.pages import ProxiesUpstream
+from ...options import HttpOptions
 from ._access_log import hide_sign_in_queries
-from ._authorize import authorize_handler
-from ._common import AuthorizationServer, ClientDocuments, Endpoint
+from ._authorize import authorize_handler, error_page
+from ._common import AuthorizationServer, ClientDocuments, Endpoint, oauth_error
 from ._consent_page import consent_routes
+from ._limits import AUTHORIZE_WINDOW_S, REGISTER_WINDOW_S, TOKEN_WINDOW_S, PeerLimiter, limited
 from ._metadata import metadata_document, metadata_routes
 from ._proxy_pages import proxy_page_routes
 from ._register import register_handler
@@ -65,11 +68,42 @@ def authorization_server(server: ServedServer) -> AuthorizationServer:
     return AuthorizationServer(provider, settings, documents)
 
 
-def _bound(handler: Handler, server: AuthorizationServer) -> Callable[[Request], Awaitable[Response]]:
+def _bound(
+    handler: Handler, server: AuthorizationServer, limiter: PeerLimiter | None = None, *, page: bool = False
+) -> Callable[[Request], Awaitable[Response]]:
     async def handle(request: Request) -> Response:
         return await handler(server, request)
 
-    return handle
+    return limited(handle, limiter, _too_many_page if page else _too_many)
+
+
+def _limiter(name: str, count: int | None, window_s: float) -> PeerLimiter | None:
+    return None if count is None else PeerLimiter(name, count, window_s)
+
+
+def _too_many(wait: float) -> Response:
+    """A JSON endpoint's refusal of an address over its cap (429, `Retry-After`)."""
+    return oauth_error(
+        429,
+        "temporarily_unavailable",
+        "too many requests from this address; try again later",
+        {"retry-after": PeerLimiter.retry_after(wait)},
+    )
+
+
+def _too_many_page(wait: float) -> Response:
+    """`/authorize`'s refusal of an address over its cap: a page for the person, never a redirect.
+
+    It is decided before the client is looked up, so nothing of the request is
+    trusted yet, and a redirect to its `redirect_uri` would make this server an
+    open redirector; looking the client up first (a store read, or fetching a
+    metadata document) would be the very work the cap is there to refuse.
+    """
+    return error_page(
+        "too many sign-in requests came from your network; wait a few minutes",
+        429,
+        {"retry-after": PeerLimiter.retry_after(wait)},
+    )
 
 
 def _open_to_browsers(app: Any) -> Any:
@@ -79,17 +113,24 @@ def _open_to_browsers(app: Any) -> Any:
     )
 
 
-def authorization_server_routes(server: ServedServer) -> list[Route]:
+def authorization_server_routes(server: ServedServer, options: HttpOptions | None = None) -> list[Route]:
     """The Starlette routes of `server`'s authorization server: metadata, `/authorize`, `/token`, and
-    `/register` and `/revoke` when enabled."""
+    `/register` and `/revoke` when enabled; `options` (default `HttpOptions()`) caps requests per address."""
     auth = authorization_server(server)
+    options = options or HttpOptions()
+    authorizations = _limiter("/authorize", options.max_authorizations_per_address, AUTHORIZE_WINDOW_S)
+    tokens = _limiter("/token", options.max_token_requests_per_address, TOKEN_WINDOW_S)
+    registrations = _limiter("/register", options.max_registrations_per_address, REGISTER_WINDOW_S)
     routes = metadata_routes(auth)
-    routes.append(Route(auth.path("/authorize"), Endpoint(_bound(authorize_handler, auth), ("GET", "POST"))))
+    authorize = Endpoint(_bound(authorize_handler, auth, authorizations, page=True), ("GET", "POST"))
+    routes.append(Route(auth.path("/authorize"), authorize))
     routes.append(
-        Route(auth.path("/token"), _open_to_browsers(Endpoint(_bound(token_handler, auth), ("POST",))))
+        Route(
+            auth.path("/token"), _open_to_browsers(Endpoint(_bound(token_handler, auth, tokens), ("POST",)))
+        )
     )
     if auth.registration_enabled:
-        register = Endpoint(_bound(register_handler, auth), ("POST",))
+        register = Endpoint(_bound(register_handler, auth, registrations), ("POST",))
         routes.append(Route(auth.path("/register"), _open_to_browsers(register)))
     if auth.revocation_enabled:
         revoke = Endpoint(_bound(revoke_handler, auth), ("POST",))

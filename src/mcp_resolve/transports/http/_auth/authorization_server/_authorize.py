@@ -42,7 +42,7 @@ from ._common import (
     read_form,
 )
 
-__all__ = ["authorize_handler"]
+__all__ = ["authorize_handler", "error_page"]
 
 logger = logging.getLogger("mcp_resolve.auth")
 
@@ -52,13 +52,13 @@ _S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 """BASE64URL(SHA256(verifier)) without padding: always 43 characters (RFC 7636 §4.2)."""
 
 
-def error_page(reason: str, status: int = 400) -> Response:
+def error_page(reason: str, status: int = 400, headers: dict[str, str] | None = None) -> Response:
     """The answer to a request we cannot send back to its client: a fixed text, nothing of the request."""
     return PlainTextResponse(
         f"This sign-in request cannot be completed: {reason}.\n"
         "Go back to the application you came from and try again.",
         status,
-        headers={**no_store(), "x-content-type-options": "nosniff"},
+        headers={**no_store(), "x-content-type-options": "nosniff", **(headers or {})},
     )
 
 
