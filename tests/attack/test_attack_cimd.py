@@ -35,6 +35,9 @@ pytestmark = pytest.mark.anyio
         "https://[fd00::1]/client.json",  # unique local
         "https://[fe80::1]/client.json",  # link-local
         "https://[::ffff:10.0.0.5]/client.json",  # IPv4-mapped private
+        "https://[2002:a00:5::1]/client.json",  # 6to4 carrying 10.0.0.5
+        "https://[2002:a9fe:a9fe::1]/client.json",  # 6to4 carrying the cloud metadata address
+        "https://[64:ff9b::a9fe:a9fe]/client.json",  # NAT64 to the cloud metadata address
         "https://127.0.0.1/client.json",  # loopback, not allowed here
         "https://[::1]/client.json",
     ],

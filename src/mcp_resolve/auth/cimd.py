@@ -49,7 +49,7 @@ import pydantic
 import pydantic_core
 
 from .provider import AuthorizationErrorCode, AuthorizeError, OAuthClientInformationFull
-from .redirect_uris import MAX_REDIRECT_URIS, check_redirect_uri
+from .redirect_uris import MAX_REDIRECT_URIS, check_redirect_uri, is_loopback_host
 
 __all__ = ["ClientMetadataDocuments"]
 
@@ -82,10 +82,17 @@ def _unavailable(message: str) -> _Problem:
     return _Problem("temporarily_unavailable", message)
 
 
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
 def _public(address: Address) -> bool:
     """A public unicast address: what an anonymous caller's URL may make us connect to."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour or (address.teredo[1] if address.teredo else None)
+        if embedded is not None:  # an IPv4 address carried inside: judged as itself
+            return _public(embedded)
+        if address in _NAT64:  # 64:ff9b::/96 reaches the IPv4 address in its last 32 bits
+            return _public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
     return address.is_global and not address.is_multicast and not address.is_reserved
 
 
@@ -203,7 +210,7 @@ class ClientMetadataDocuments:
             raise _refused("a client_id URL may not have . or .. path segments")
         if port == 0:
             raise _refused("the client_id URL names port 0")
-        if parts.scheme == "http" and not (self.allow_http_loopback and _loopback_name(parts.hostname)):
+        if parts.scheme == "http" and not (self.allow_http_loopback and is_loopback_host(parts.hostname)):
             raise _refused("a client_id URL must be https")
 
     def _allowed(self, address: Address) -> bool:
@@ -365,15 +372,6 @@ class ClientMetadataDocuments:
         self._cache.move_to_end(url)
         while len(self._cache) > self.max_cached:
             self._cache.popitem(last=False)
-
-
-def _loopback_name(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _outcome(outcome: OAuthClientInformationFull | _Problem) -> OAuthClientInformationFull:

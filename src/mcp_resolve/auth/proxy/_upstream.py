@@ -42,6 +42,7 @@ from joserfc.jws import JWSRegistry
 
 from ..fetch import Unreachable, fetch_json
 from ..jwks import JWKSKeys, KeyUnavailable
+from ..redirect_uris import is_loopback_host
 from ..tokens import DEFAULT_LEEWAY_S, lifetime_refusal
 from .identity import UpstreamIdentity
 
@@ -119,17 +120,13 @@ class UpstreamError(Exception):
         self.kind: Literal["unreachable", "refused"] = kind
 
 
-def _loopback(host: str | None) -> bool:
-    return host in ("127.0.0.1", "::1", "localhost")
-
-
 def check_upstream_url(url: str, what: str, *, allow_http_loopback: bool) -> str:
     """`url` when it is https (or http on loopback, if allowed) with a host; ValueError otherwise."""
     parts = urlsplit(url)
     if not parts.hostname or parts.username or parts.password or parts.fragment:
         raise ValueError(f"{what} must be an absolute URL with a host, no user info and no fragment: {url!r}")
     if parts.scheme == "https" or (
-        parts.scheme == "http" and allow_http_loopback and _loopback(parts.hostname)
+        parts.scheme == "http" and allow_http_loopback and is_loopback_host(parts.hostname)
     ):
         return url
     raise ValueError(f"{what} must be https (http only on loopback, with allow_http_loopback): {url!r}")

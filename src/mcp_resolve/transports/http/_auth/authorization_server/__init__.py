@@ -48,9 +48,9 @@ Handler = Callable[[AuthorizationServer, Request], Awaitable[Response]]
 def _client_documents(issuer: str) -> ClientDocuments:
     """CIMD (`mcp_resolve.auth.cimd`): loopback `http` documents are accepted only by a loopback issuer."""
     from .....auth.cimd import ClientMetadataDocuments
+    from .....auth.redirect_uris import is_loopback_host
 
-    host = urlsplit(issuer).hostname or ""
-    loopback = urlsplit(issuer).scheme == "http" and host in ("127.0.0.1", "localhost", "::1")
+    loopback = urlsplit(issuer).scheme == "http" and is_loopback_host(urlsplit(issuer).hostname)
     return cast("ClientDocuments", ClientMetadataDocuments(allow_http_loopback=loopback))
 
 
