@@ -30,7 +30,7 @@ import anyio
 import anyio.abc
 import pytest
 
-__all__ = ["NODE_DIR", "DroppingProxy", "oidc_provider"]
+__all__ = ["NODE", "NODE_DIR", "DroppingProxy", "node_installed", "oidc_provider"]
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
@@ -44,7 +44,7 @@ When = Literal["before", "after"]
 """Drop the connection before the request reaches the provider, or after it answered (the answer is lost)."""
 
 
-def _installed() -> None:
+def node_installed() -> None:
     """The repo-local Node 22 and oidc-provider, installed with `npm ci` when missing (skip without npm)."""
     if NODE.exists() and PACKAGE.exists():
         return
@@ -65,7 +65,7 @@ async def oidc_provider(
     `issuer` is the URL it announces when it is reached through a proxy (default: its own);
     `scopes` are all it will grant for `resource` (a scope outside them is left out of a grant).
     """
-    _installed()
+    node_installed()
     with tempfile.TemporaryFile() as stderr:
         process = await anyio.open_process(
             [str(NODE), str(LAUNCHER), resource, *([issuer] if issuer else [])],

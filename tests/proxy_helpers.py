@@ -23,9 +23,15 @@ import httpx
 from pydantic import BaseModel
 
 from mcp_resolve import Elicit, MCPServer, Resolve
-from mcp_resolve.auth.proxy import UpstreamIdentity, UpstreamToken, upstream_identity, upstream_token
+from mcp_resolve.auth.proxy import (
+    UpstreamConfig,
+    UpstreamIdentity,
+    UpstreamToken,
+    upstream_identity,
+    upstream_token,
+)
 
-__all__ = ["READ", "WRITE", "ConsentForm", "ConsentingBrowser", "desk", "proxied_desk"]
+__all__ = ["CORP", "READ", "WRITE", "ConsentForm", "ConsentingBrowser", "desk", "proxied_desk"]
 
 
 class ConsentForm(HTMLParser):
@@ -138,6 +144,18 @@ class ConsentingBrowser:
 # ---------------------------------------------------------------------------------------------
 
 READ, WRITE = "desk:read", "desk:write"
+
+CORP = UpstreamConfig(
+    name="corp",
+    client_id="mcp",
+    client_secret="s" * 40,
+    authorization_endpoint="https://sso.corp.example/authorize",
+    token_endpoint="https://sso.corp.example/token",
+    userinfo_endpoint="https://sso.corp.example/me",
+    identity_source="userinfo",
+    claim_map={"subject": "id"},
+)
+"""An upstream no test reaches (its endpoints are never called): for a proxy driven in process."""
 
 
 class Sure(BaseModel):

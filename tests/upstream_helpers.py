@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections import Counter
@@ -34,32 +33,17 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import anyio
 import httpx
-import pytest
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from http_helpers import http_server
-from oidc_helpers import NODE_DIR
+from oidc_helpers import NODE, NODE_DIR, node_installed
 
 __all__ = ["Answer", "DocumentServer", "Upstream", "follow_login", "upstream_provider"]
 
 LAUNCHER = NODE_DIR / "upstream_server.mjs"
-NODE = NODE_DIR / "node_modules" / ".bin" / "node"
-PACKAGE = NODE_DIR / "node_modules" / "oidc-provider" / "package.json"
 
 Mode = Literal["oidc", "oauth"]
-
-
-def _installed() -> None:
-    """The repo-local Node 22 and oidc-provider, installed with `npm ci` when missing (skip without npm)."""
-    if NODE.exists() and PACKAGE.exists():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed: cannot install tests/node (oidc-provider, Node 22)")
-    subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=NODE_DIR, check=True, timeout=300
-    )
 
 
 @dataclass(frozen=True)
@@ -114,7 +98,7 @@ async def upstream_provider(
     Loopback `redirect_uris` match with any port (the static client is then `native`).
     `extra_clients` are more static clients (client_id, client_secret) with the same redirect URIs.
     """
-    _installed()
+    node_installed()
     env: dict[str, str] = {
         **os.environ,
         "UPSTREAM_ACCOUNT": account,

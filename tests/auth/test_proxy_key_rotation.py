@@ -6,29 +6,19 @@ import time
 
 import pytest
 
-from mcp_resolve.auth.proxy import OAuthProxy, UpstreamConfig
+from mcp_resolve.auth.proxy import OAuthProxy
 from mcp_resolve.auth.proxy._grants import Grant
 from mcp_resolve.stores import MemoryKeyValueStore
+from proxy_helpers import CORP
 
 pytestmark = pytest.mark.anyio
 
 OLD, NEW = "o" * 40, "n" * 40
-UPSTREAM = UpstreamConfig(
-    name="corp",
-    client_id="mcp",
-    client_secret="s" * 40,
-    authorization_endpoint="https://sso.corp.example/authorize",
-    token_endpoint="https://sso.corp.example/token",
-    jwks_uri="https://sso.corp.example/jwks",
-    issuer="https://sso.corp.example",
-    scopes=("openid",),
-    claim_map={"subject": "sub"},
-)
 
 
 def _proxy(store: MemoryKeyValueStore, key: str, *previous: str) -> OAuthProxy:
     return OAuthProxy(
-        upstream=UPSTREAM,
+        upstream=CORP,
         base_url="https://desk.example.com",
         store=store,
         encryption_key=key,

@@ -10,30 +10,19 @@ from pydantic import AnyUrl
 from mcp_resolve import Client, MCPServer
 from mcp_resolve.auth import AuthSettings
 from mcp_resolve.auth.provider import AuthorizeError, OAuthClientInformationFull
-from mcp_resolve.auth.proxy import OAuthProxy, UpstreamConfig, UpstreamIdentity
+from mcp_resolve.auth.proxy import OAuthProxy, UpstreamIdentity
 from mcp_resolve.auth.redirect_uris import check_redirect_uri, redirect_uri_matches
 from mcp_resolve.client.auth import AuthorizationError, OAuth
-from proxy_helpers import ConsentingBrowser, proxied_desk
+from proxy_helpers import CORP, ConsentingBrowser, proxied_desk
 
 pytestmark = pytest.mark.anyio
-
-UPSTREAM = UpstreamConfig(
-    name="corp",
-    client_id="mcp",
-    client_secret="s" * 40,
-    authorization_endpoint="https://sso.corp.example/authorize",
-    token_endpoint="https://sso.corp.example/token",
-    userinfo_endpoint="https://sso.corp.example/me",
-    identity_source="userinfo",
-    claim_map={"subject": "id"},
-)
 
 
 def test_the_proxy_announces_iss_in_its_metadata() -> None:
     from mcp_resolve.transports.http._auth.authorization_server import authorization_server, metadata_document
 
     mcp = MCPServer(
-        "Desk", auth_server_provider=OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com")
+        "Desk", auth_server_provider=OAuthProxy(upstream=CORP, base_url="https://desk.example.com")
     )
     document = metadata_document(authorization_server(mcp))  # type: ignore[arg-type]
     assert document["authorization_response_iss_parameter_supported"] is True
@@ -41,9 +30,9 @@ def test_the_proxy_announces_iss_in_its_metadata() -> None:
 
 def test_no_consent_page_only_for_clients_the_operator_registers() -> None:
     with pytest.raises(ValueError, match="confused deputy"):
-        OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com", consent=False)
+        OAuthProxy(upstream=CORP, base_url="https://desk.example.com", consent=False)
     OAuthProxy(
-        upstream=UPSTREAM,
+        upstream=CORP,
         base_url="https://desk.example.com",
         consent=False,
         client_registration=False,
@@ -52,7 +41,7 @@ def test_no_consent_page_only_for_clients_the_operator_registers() -> None:
 
 
 def test_settings_that_contradict_the_proxy_are_refused() -> None:
-    proxy = OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com")
+    proxy = OAuthProxy(upstream=CORP, base_url="https://desk.example.com")
     elsewhere = AuthSettings(
         issuer_url="https://auth.example.com", resource_server_url="https://desk.example.com/mcp"
     )
@@ -113,7 +102,7 @@ async def test_a_registration_is_bounded_in_size() -> None:
     import httpx
 
     mcp = MCPServer(
-        "Desk", auth_server_provider=OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com")
+        "Desk", auth_server_provider=OAuthProxy(upstream=CORP, base_url="https://desk.example.com")
     )
     transport = httpx.ASGITransport(app=mcp.streamable_http_app())
     async with httpx.AsyncClient(transport=transport, base_url="https://desk.example.com") as http:

@@ -8,7 +8,8 @@ import pytest
 from pydantic import AnyUrl
 
 from mcp_resolve.auth.provider import AuthorizationParams, OAuthClientInformationFull
-from mcp_resolve.auth.proxy import OAuthProxy, UpstreamConfig
+from mcp_resolve.auth.proxy import OAuthProxy
+from proxy_helpers import CORP
 
 pytestmark = pytest.mark.anyio
 
@@ -16,18 +17,7 @@ CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
 
 def _proxy(**options: object) -> OAuthProxy:
-    upstream = UpstreamConfig(
-        name="corp",
-        client_id="mcp",
-        client_secret="s" * 40,
-        authorization_endpoint="https://sso.corp.example/authorize",
-        token_endpoint="https://sso.corp.example/token",
-        jwks_uri="https://sso.corp.example/jwks",
-        issuer="https://sso.corp.example",
-        scopes=("openid",),
-        claim_map={"subject": "sub"},
-    )
-    return OAuthProxy(upstream=upstream, base_url="https://desk.example.com", **options)  # type: ignore[arg-type]
+    return OAuthProxy(upstream=CORP, base_url="https://desk.example.com", **options)  # type: ignore[arg-type]
 
 
 async def _asked(

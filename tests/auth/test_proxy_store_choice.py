@@ -6,28 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from mcp_resolve.auth.proxy import OAuthProxy, UpstreamConfig
+from mcp_resolve.auth.proxy import OAuthProxy
 from mcp_resolve.stores import MemoryKeyValueStore, RedisKeyValueStore, SqliteKeyValueStore
+from proxy_helpers import CORP
 
 pytestmark = pytest.mark.anyio
-
-UPSTREAM = UpstreamConfig(
-    name="corp",
-    client_id="mcp",
-    client_secret="s" * 40,
-    authorization_endpoint="https://sso.corp.example/authorize",
-    token_endpoint="https://sso.corp.example/token",
-    userinfo_endpoint="https://sso.corp.example/me",
-    identity_source="userinfo",
-    claim_map={"subject": "id"},
-)
 
 
 KEY = "a-fleet-secret-of-at-least-32-bytes!"
 
 
 def _proxy(base_url: str = "https://desk.example.com", **options: object) -> OAuthProxy:
-    return OAuthProxy(upstream=UPSTREAM, base_url=base_url, encryption_key=KEY, **options)  # type: ignore[arg-type]
+    return OAuthProxy(upstream=CORP, base_url=base_url, encryption_key=KEY, **options)  # type: ignore[arg-type]
 
 
 def test_memory_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,4 +50,4 @@ async def test_the_fleet_switch_puts_it_on_redis_apart_for_each_proxy(
 def test_a_shared_store_needs_a_key_of_its_own(tmp_path: Path) -> None:
     """Not one derived from the upstream client secret, which the provider knows too."""
     with pytest.raises(ValueError, match="encryption_key"):
-        OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com", store=tmp_path / "p.sqlite3")
+        OAuthProxy(upstream=CORP, base_url="https://desk.example.com", store=tmp_path / "p.sqlite3")

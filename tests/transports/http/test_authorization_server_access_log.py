@@ -7,18 +7,8 @@ import logging
 import pytest
 
 from mcp_resolve import MCPServer
-from mcp_resolve.auth.proxy import OAuthProxy, UpstreamConfig
-
-UPSTREAM = UpstreamConfig(
-    name="corp",
-    client_id="mcp",
-    client_secret="s" * 40,
-    authorization_endpoint="https://sso.corp.example/authorize",
-    token_endpoint="https://sso.corp.example/token",
-    userinfo_endpoint="https://sso.corp.example/me",
-    identity_source="userinfo",
-    claim_map={"subject": "id"},
-)
+from mcp_resolve.auth.proxy import OAuthProxy
+from proxy_helpers import CORP
 
 
 def _access_line(caplog: pytest.LogCaptureFixture, path: str) -> str:
@@ -32,7 +22,7 @@ def _access_line(caplog: pytest.LogCaptureFixture, path: str) -> str:
 
 
 def test_the_sign_in_pages_queries_are_hidden(caplog: pytest.LogCaptureFixture) -> None:
-    proxy = OAuthProxy(upstream=UPSTREAM, base_url="https://desk.example.com")
+    proxy = OAuthProxy(upstream=CORP, base_url="https://desk.example.com")
     MCPServer("Desk", auth_server_provider=proxy).streamable_http_app()
     callback = _access_line(caplog, "/auth/callback?code=upstream-one-time-code&state=txn-123")
     assert "upstream-one-time-code" not in callback and "txn-123" not in callback
