@@ -38,7 +38,7 @@ from .tokens import (
 if TYPE_CHECKING:
     from .tokens import AuthSettings
 
-__all__ = ["DEFAULT_ALGORITHMS", "MAX_TOKEN_BYTES", "JWTVerifier"]
+__all__ = ["DEFAULT_ALGORITHMS", "MAX_TOKEN_BYTES", "JWTVerifier", "jose_header"]
 
 logger = logging.getLogger("mcp_resolve.auth")
 
@@ -92,14 +92,22 @@ class _ClaimsNoClock(jwt.JWTClaimsRegistry):
         pass
 
 
-def _header(token: str) -> dict[str, Any]:
-    """The JOSE header, read only to choose the key; nothing in it is trusted before the signature is."""
+def jose_header(token: str) -> dict[str, Any] | None:
+    """The JOSE header of a compact JWS (three segments), or None when it is not one. Read only to
+    choose the key and the algorithm: nothing in it is trusted before the signature is checked."""
+    if token.count(".") != 2:
+        return None
     segment = token.split(".", 1)[0]
     try:
         header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise _Refused("malformed header") from None
-    if not isinstance(header, dict):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _header(token: str) -> dict[str, Any]:
+    header = jose_header(token)
+    if header is None:
         raise _Refused("malformed header")
     return header
 

@@ -23,8 +23,6 @@ signature with the upstream's JWKS (`JWKSKeys`, cached and rotated), `iss`,
 from __future__ import annotations
 
 import base64
-import binascii
-import json
 import re
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -42,6 +40,7 @@ from joserfc.jws import JWSRegistry
 
 from ..fetch import Unreachable, fetch_json
 from ..jwks import JWKSKeys, KeyUnavailable
+from ..jwt import jose_header
 from ..redirect_uris import is_loopback_host
 from ..tokens import DEFAULT_LEEWAY_S, lifetime_refusal
 from .identity import UpstreamIdentity
@@ -558,12 +557,8 @@ def _pick(claims: Mapping[str, Any], path: str) -> Any:
 
 
 def _jose_header(token: str) -> dict[str, Any]:
-    segment = token.split(".", 1)[0]
-    try:
-        header = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
-        header = None
-    if not isinstance(header, dict) or token.count(".") != 2:
+    header = jose_header(token)
+    if header is None:
         raise UpstreamError("refused", "the ID token is not a signed JWT")
     return header
 
