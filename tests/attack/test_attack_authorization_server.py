@@ -372,7 +372,6 @@ async def test_registration_refuses_hostile_metadata(env: tuple[Any, httpx.Async
         {**good, "grant_types": ["implicit"]},
         {**good, "grant_types": ["authorization_code", "client_credentials"]},
         {**good, "response_types": ["token"]},
-        {**good, "scope": "desk admin"},  # not in valid_scopes
         {**good, "scope": 'desk "quoted'},
         {**good, "application_type": "satellite"},
         {**good, "client_uri": "javascript:alert(1)"},
@@ -392,6 +391,17 @@ async def test_registration_refuses_hostile_metadata(env: tuple[Any, httpx.Async
     assert (await http.post("/register", data={"redirect_uris": REDIRECT_URI})).status_code == 415
     assert (await http.get("/register")).status_code == 405
     assert provider.clients == {}
+
+
+async def test_a_scope_outside_valid_scopes_is_never_recorded(env: tuple[Any, httpx.AsyncClient]) -> None:
+    """RFC 7591 §2 lets the server replace what a client asks: the client is kept with `valid_scopes`."""
+    provider, http = env
+    body = {"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none", "scope": "desk admin"}
+    answer = await http.post("/register", json=body)
+    assert answer.status_code == 201, answer.text
+    assert "admin" not in answer.json()["scope"].split()
+    (client,) = provider.clients.values()
+    assert "admin" not in (client.scope or "").split()
 
 
 # -- /revoke ---------------------------------------------------------------------------------------

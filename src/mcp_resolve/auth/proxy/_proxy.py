@@ -251,7 +251,7 @@ class OAuthProxy:
             resource_server_url=self.resource,
             required_scopes=self.required_scopes,
             client_registration_options=ClientRegistrationOptions(
-                enabled=self.client_registration, valid_scopes=list(self.offered)
+                enabled=self.client_registration, valid_scopes=list(self.offered) or None
             ),
             revocation_options=RevocationOptions(enabled=True),
             client_id_metadata_documents=self.client_id_metadata_documents,

@@ -135,7 +135,7 @@ class AuthorizationServer:
                 logger.info("refused a client metadata document (%s)", refused.error)
                 return None
             except ValueError:
-                logger.info("refused a client metadata document (a scope this server does not offer)")
+                logger.info("refused a client metadata document (a malformed scope)")
                 return None
             return client.model_copy(update={"scope": scope})
         return await self.provider.get_client(client_id)
@@ -144,14 +144,14 @@ class AuthorizationServer:
 def registered_scope(requested: str | None, options: ClientRegistrationOptions | None) -> str | None:
     """The scope a client may ask for when it signs in, from the one it registered (or its document).
 
-    With `valid_scopes`, any of them (a scope outside is a ValueError): the person still decides,
-    and a step-up needs no new registration. Without, what it asked for, else `default_scopes`,
-    else none: the official SDK's rule, under which a client that registered nothing asks nothing.
+    With `valid_scopes`, any of them, whatever else it asked for (RFC 7591 §2 lets a server
+    replace what a client asks): the person still decides, and a step-up needs no new
+    registration. Without, what it asked for, else `default_scopes`, else none: the official
+    SDK's rule, under which a client that registered nothing asks nothing. A malformed scope is
+    a ValueError.
     """
     asked = [check_scope(s) for s in (requested or "").split(" ") if s]
     if options is not None and options.valid_scopes is not None:
-        if any(s not in options.valid_scopes for s in asked):
-            raise ValueError("scope names a scope this server does not offer")
         return " ".join(options.valid_scopes)
     if asked:
         return " ".join(asked)
