@@ -385,7 +385,12 @@ async def test_refresh_tokens_cannot_be_made_up_from_a_real_one(grants: Grants, 
     assert second.refresh_token is not None
     family, generation, mac = second.refresh_token.split(".")
     assert generation == "1"
-    for forged in (f"{family}.0.{mac}", f"{family}.2.{mac}", f"{family}.1.{mac[:-2]}AA", f"{family}.01.{mac}"):
+    for forged in (
+        f"{family}.0.{mac}",
+        f"{family}.2.{mac}",
+        f"{family}.1.{mac[:-2]}AA",
+        f"{family}.01.{mac}",
+    ):
         with pytest.raises(TokenError):
             await grants.refresh("client-1", forged, [])
         assert await grants.load_refresh("client-1", forged) is None
