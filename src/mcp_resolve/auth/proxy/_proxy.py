@@ -12,7 +12,10 @@ server's origin, and sends the person upstream to sign in:
 Everything between those steps lives in the store, sealed (AES-GCM), under
 names that are hashes of any secret they hold, so a fleet serves each step on
 any worker and a store dump holds no token. The upstream's tokens never leave:
-a tool that needs one asks for it with the `upstream_token` resolver.
+a tool that needs one asks for it with the `upstream_token` resolver. They
+also say whether the person is still signed in upstream: a refresh of our
+tokens asks (at most once per `upstream_check_s`), and a person the upstream
+no longer accepts loses the grant.
 
 The pieces each have a module: `_grants` (our tokens), `_keys` (their signing
 keys), `_vault` (sealing), `_upstream` (the upstream's endpoints), `_consent`
