@@ -85,11 +85,15 @@ async def test_values_moved_between_names_do_not_open(raw: SqliteKeyValueStore) 
     await grants.create(a_grant("g-victim", subject="bob"))
     issued = await grants.issue("g-1")
     assert issued.refresh_token is not None
-    # A refresh record copied to the name of a token the attacker made up.
-    record = await raw.get(secret_name("refresh", issued.refresh_token))
+    # A refresh family's record copied to the name of a family the attacker made up.
+    family, generation, mac = issued.refresh_token.split(".")
+    record = await raw.get(secret_name("refresh-family", family))
     assert record is not None
-    await raw.put(secret_name("refresh", "attacker-made-token"), record, ttl=600)
-    assert await grants.load_refresh("client-1", "attacker-made-token") is None
+    made_up = "A" * 22
+    await raw.put(secret_name("refresh-family", made_up), record, ttl=600)
+    assert await grants.store.get(secret_name("refresh-family", made_up)) is None
+    assert await grants.load_refresh("client-1", f"{made_up}.{generation}.{mac}") is None
+    assert await grants.load_refresh("client-1", issued.refresh_token) is not None
     # Alice's grant copied over Bob's revoked one does not bring it back as Alice's.
     bob = await grants.issue("g-victim")
     await grants.revoke("g-victim")

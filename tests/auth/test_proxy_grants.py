@@ -18,7 +18,13 @@ from mcp_resolve.auth.provider import TokenError
 from mcp_resolve.auth.proxy._grants import Grant, Grants
 from mcp_resolve.auth.proxy._keys import SigningKeys
 from mcp_resolve.auth.proxy._vault import SealedStore, Vault, derive_key
-from mcp_resolve.stores import MemoryKeyValueStore, RedisConnection, RedisKeyValueStore, SqliteKeyValueStore
+from mcp_resolve.stores import (
+    MemoryKeyValueStore,
+    RedisConnection,
+    RedisKeyValueStore,
+    SqliteKeyValueStore,
+    StoreUnavailable,
+)
 from redis_helpers import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -263,6 +269,134 @@ async def test_a_grant_without_resource_uses_the_default_audience(tmp_path: Path
     issued = await grants.issue("g-1")
     assert segments(issued.access_token)[1]["aud"] == RESOURCE
     assert await grants.verify(issued.access_token, audience=RESOURCE) is not None
+
+
+class FailingStore:
+    """A KeyValueStore that stops answering on the Nth put from now (and, if asked, on deletes too),
+    as Redis going down between two writes of one request does; the store under it is untouched."""
+
+    def __init__(self, store: MemoryKeyValueStore) -> None:
+        self.store = store
+        self.puts_left: int | None = None
+        self.failing_deletes = False
+        self.failed = 0
+
+    def fail_on_put(self, n: int, *, deletes: bool = False) -> None:
+        self.puts_left, self.failing_deletes = n, deletes
+
+    def heal(self) -> None:
+        self.puts_left, self.failing_deletes = None, False
+
+    def _down(self) -> StoreUnavailable:
+        self.failed += 1
+        return StoreUnavailable("the test store")
+
+    async def put(self, key: str, value: bytes, *, ttl: float, only_new: bool = False) -> bool:
+        if self.puts_left is not None:
+            self.puts_left -= 1
+            if self.puts_left <= 0:
+                raise self._down()
+        return await self.store.put(key, value, ttl=ttl, only_new=only_new)
+
+    async def get(self, key: str) -> bytes | None:
+        return await self.store.get(key)
+
+    async def take(self, key: str) -> bytes | None:
+        return await self.store.take(key)
+
+    async def delete(self, *keys: str) -> None:
+        if self.failing_deletes:
+            raise self._down()
+        await self.store.delete(*keys)
+
+
+async def test_a_store_failure_mid_refresh_leaves_the_token_usable_not_revoked(clock: Clock) -> None:
+    """Whichever write of a refresh the store fails, the client's retry of the same token (after its
+    503) refreshes; it is not taken for reuse, and the grant lives. Reuse after that still revokes."""
+    failing = FailingStore(MemoryKeyValueStore(clock=clock))
+    grants = make_grants(failing, clock)
+    failures = 0
+    for n in range(1, 5):
+        gid = f"g-{n}"
+        await grants.create(a_grant(clock, gid))
+        issued = await grants.issue(gid)
+        assert issued.refresh_token is not None
+        failing.fail_on_put(n)
+        try:
+            refreshed = await grants.refresh("client-1", issued.refresh_token, [])
+        except StoreUnavailable:
+            failures += 1
+            failing.heal()
+            refreshed = await grants.refresh("client-1", issued.refresh_token, [])  # the retry
+        failing.heal()
+        assert await grants.get(gid) is not None, n
+        assert await grants.verify(refreshed.access_token, audience=RESOURCE) is not None, n
+        with pytest.raises(TokenError):  # the spent token again: reuse
+            await grants.refresh("client-1", issued.refresh_token, [])
+        assert await grants.get(gid) is None, n
+    assert failures >= 2  # every write of a refresh was failed once
+
+
+async def test_a_refresh_whose_undo_failed_too_works_again_once_its_claim_ends(clock: Clock) -> None:
+    """The store down for the write and for the undo after it: a minute later the token works."""
+    failing = FailingStore(MemoryKeyValueStore(clock=clock))
+    grants = make_grants(failing, clock)
+    await grants.create(a_grant(clock))
+    issued = await grants.issue("g-1")
+    assert issued.refresh_token is not None
+    failing.fail_on_put(2, deletes=True)
+    with pytest.raises(StoreUnavailable):
+        await grants.refresh("client-1", issued.refresh_token, [])
+    failing.heal()
+    clock.now += 61
+    refreshed = await grants.refresh("client-1", issued.refresh_token, [])
+    assert await grants.verify(refreshed.access_token, audience=RESOURCE) is not None
+
+
+async def test_rotation_keeps_one_record_per_family_however_often_it_refreshes(clock: Clock) -> None:
+    """A busy client refreshing all day costs the store one record, not one per refresh; a token
+    from many rotations ago is still known as spent, and revokes the grant."""
+    raw = MemoryKeyValueStore(clock=clock)
+    grants = make_grants(raw, clock)
+    await grants.create(a_grant(clock))
+    first = await grants.issue("g-1")
+    assert first.refresh_token is not None
+    entries = len(raw)  # the grant, the signing key, the refresh family
+    token = first.refresh_token
+    for _ in range(200):
+        clock.now += 1
+        token = (await grants.refresh("client-1", token, [])).refresh_token or ""
+        assert len(raw) == entries
+    assert await grants.load_refresh("client-1", token) is not None
+    with pytest.raises(TokenError) as refused:
+        await grants.refresh("client-1", first.refresh_token, [])
+    assert refused.value.error == "invalid_grant"
+    assert await grants.get("g-1") is None
+    assert await grants.load_refresh("client-1", token) is None
+
+
+async def test_refresh_tokens_cannot_be_made_up_from_a_real_one(grants: Grants, clock: Clock) -> None:
+    """The generation is in the token, under the family's MAC: changing it (to look older and revoke
+    the grant, or newer) makes a token that is not ours, which does nothing."""
+    await grants.create(a_grant(clock))
+    first = await grants.issue("g-1")
+    assert first.refresh_token is not None
+    second = await grants.refresh("client-1", first.refresh_token, [])
+    assert second.refresh_token is not None
+    family, generation, mac = second.refresh_token.split(".")
+    assert generation == "1"
+    for forged in (
+        f"{family}.0.{mac}",
+        f"{family}.2.{mac}",
+        f"{family}.1.{mac[:-2]}AA",
+        f"{family}.01.{mac}",
+    ):
+        with pytest.raises(TokenError):
+            await grants.refresh("client-1", forged, [])
+        assert await grants.load_refresh("client-1", forged) is None
+        await grants.revoke_token(forged)
+    assert await grants.get("g-1") is not None
+    assert (await grants.refresh("client-1", second.refresh_token, [])).refresh_token
 
 
 @pytest.mark.slow

@@ -19,6 +19,8 @@ Nothing here speaks HTTP: the endpoints live in `transports/http/_auth/`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -46,7 +48,9 @@ __all__ = [
     "RegistrationErrorCode",
     "RevocationOptions",
     "TokenError",
+    "TemporarilyUnavailable",
     "TokenErrorCode",
+    "code_challenge_s256",
     "construct_redirect_uri",
     "redirect_uri_matches",
 ]
@@ -242,6 +246,18 @@ class TokenError(Exception):
     error_description: str | None = None
 
 
+class TemporarilyUnavailable(Exception):
+    """What the provider depends on cannot answer now (an upstream down or slow): the endpoints
+    answer 503 `temporarily_unavailable` with `Retry-After`, and the client may try again shortly.
+
+    `description` must be a server-made text: it reaches the client.
+    """
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
 # ---------------------------------------------------------------------------------------------
 # The provider
 # ---------------------------------------------------------------------------------------------
@@ -306,6 +322,12 @@ class OAuthAuthorizationServerProvider(Protocol, Generic[AuthorizationCodeT, Ref
     async def revoke_token(self, token: AccessTokenT | RefreshTokenT) -> None:
         """End this token and the grant it belongs to; do nothing for one already ended."""
         ...
+
+
+def code_challenge_s256(verifier: str) -> str:
+    """The PKCE S256 code challenge of `verifier` (RFC 7636 §4.2): BASE64URL(SHA256(verifier)), unpadded."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def construct_redirect_uri(redirect_uri_base: str, **params: str | None) -> str:

@@ -7,14 +7,23 @@ with the current `SigningKeys` key, `aud` = the MCP resource) carrying the
 grant's id (`gid`), and verifying one reads the grant: revoking a grant ends
 its access tokens at once, on every worker, not when they expire.
 
-Refresh tokens are random strings (256 bits) the store knows only by their
-SHA-256 (`secret_name`). Each use rotates: the token presented is spent and a
-new one issued. A spent token is remembered (by its hash, until it would have
-expired), so a refresh token presented a second time (a copy stolen and raced
-against its owner) revokes the whole grant: every access and refresh token of
-it stops working, and the caller gets `invalid_grant` (RFC 9700 §4.14.2).
-"Spent" is decided by one atomic `only_new` put, so of two workers handed one
-token at once exactly one refreshes, and the other revokes.
+Refresh tokens rotate: each use spends the token presented and issues the
+next. The tokens of one grant's refresh family are `FAMILY.GENERATION.MAC`:
+the family's random id, the token's generation (0, 1, 2 ...) and an
+HMAC-SHA256 of both under the family's own random key, so the store keeps ONE
+sealed record per family (its key, its current generation), never one per
+token, however often a busy client refreshes. Presenting a genuine token of an
+older generation means a copy is in other hands (a stolen token raced against
+its owner): the whole grant is revoked, every access and refresh token of it
+stops working, and the caller gets `invalid_grant` (RFC 9700 §4.14.2).
+
+Rotation is one atomic claim (an `only_new` put naming the family and the
+generation presented), then one write of the family's record at the next
+generation: of two workers handed one token at once exactly one rotates, and
+the other, once the family has moved on, revokes. A store failure before the
+write undoes the claim, so the client's retry of the same token works instead
+of counting as reuse; a claim that could not be undone (the store down) ends by
+itself within a minute, and until then the retry is answered "try again".
 
 Verification fails closed: a store that does not answer means the grant
 cannot be shown to be alive, so the token is refused (logged with the reason,
@@ -25,20 +34,24 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
+import hashlib
+import hmac
 import json
 import logging
 import re
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from joserfc import jwt
 from joserfc.errors import JoseError
 
 from ...errors import MCPError
-from ..provider import OAuthToken, RefreshToken, TokenError
+from ..provider import OAuthToken, RefreshToken, TemporarilyUnavailable, TokenError
 from ..tokens import DEFAULT_LEEWAY_S, AccessToken, check_leeway, lifetime_refusal, matching_audience
 from ._keys import SigningKeys
 from ._vault import SealedStore, secret_name
@@ -54,6 +67,15 @@ RESERVED_CLAIMS = frozenset(
 _MAX_TOKEN_BYTES = 16 * 1024
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _ALGORITHMS = ["ES256"]
+_REFRESH_TOKEN = re.compile(r"([A-Za-z0-9_-]{22})\.(0|[1-9][0-9]{0,11})\.([A-Za-z0-9_-]{43})")
+"""A refresh token of ours: family id, generation, MAC (never a JWT: its middle part is digits)."""
+_CLAIM_TTL_S = 60.0
+"""How long a rotation's claim lives: far longer than a rotation takes (a few store operations)."""
+_CLAIM_WAIT_S = 5.0
+"""How long a refresh waits for a rotation of the same token under way elsewhere to end."""
+
+UpstreamCheck = Callable[["Grant"], Awaitable[None]]
+"""Called with the grant before a refresh token is spent: raise to refuse (the token stays usable)."""
 
 
 class _Refused(Exception):
@@ -178,41 +200,87 @@ class Grants:
         chosen = _within(scopes, grant.scopes)
         return await self._tokens(grant, chosen, chosen, float(self._clock()))
 
-    async def refresh(self, client_id: str, refresh_token: str, scopes: Sequence[str]) -> OAuthToken:
+    async def refresh(
+        self,
+        client_id: str,
+        refresh_token: str,
+        scopes: Sequence[str],
+        *,
+        check: UpstreamCheck | None = None,
+    ) -> OAuthToken:
         """Rotate: spend `refresh_token`, return a new access token (for `scopes`, empty: all the
-        refresh token's) and a new refresh token. A token presented a second time revokes its grant."""
-        name = secret_name("refresh", refresh_token)
-        record = await self.store.get(name)
-        if record is None:
-            if await self._reused(refresh_token):
-                raise TokenError("invalid_grant", "the refresh token was already used; the grant is revoked")
+        refresh token's) and a new refresh token. A token presented after it was spent revokes its grant.
+
+        `check` (the proxy asking the upstream whether the person is still signed in) runs once the
+        token is known good and before it is spent: what it raises refuses the refresh and leaves
+        the token as it was.
+        """
+        found = await self._family(refresh_token)
+        if found is None:
             raise TokenError("invalid_grant", "unknown or expired refresh token")
+        fid, generation, record = found
         gid, own = str(record.get("gid")), tuple(record.get("scopes") or ())
+        if generation < record["generation"]:
+            await self._revoke_reused(gid)
+            raise TokenError("invalid_grant", "the refresh token was already used; the grant is revoked")
         if record.get("client_id") != client_id:
             raise TokenError("invalid_grant", "the refresh token was issued to another client")
         chosen = _within(scopes or None, own)
         grant = await self.get(gid)
         if grant is None:
-            await self.store.delete(name)
+            await self.store.delete(_family_name(fid))
             raise TokenError("invalid_grant", "the grant has ended or was revoked")
-        now = float(self._clock())
-        spent = await self.store.put(
-            secret_name("refresh-used", refresh_token),
-            {"gid": gid},
-            ttl=max(float(record.get("expires_at", now)) - now, 1.0),
-            only_new=True,
-        )
-        if not spent:  # another request spent it first: a copy is in other hands
-            await self._revoke_reused(gid)
-            raise TokenError("invalid_grant", "the refresh token was already used; the grant is revoked")
-        await self.store.delete(name)
-        return await self._tokens(grant, chosen, own, now)
+        if check is not None:
+            await check(grant)
+        claim = secret_name("refresh-claim", f"{fid}.{generation}")
+        await self._claim(claim, fid, generation, gid)
+        try:
+            current = await self.store.get(_family_name(fid))
+            if current is None:
+                raise TokenError("invalid_grant", "unknown or expired refresh token")
+            if current.get("generation") != generation:  # rotated by another request in between
+                await self._revoke_reused(gid)
+                raise TokenError("invalid_grant", "the refresh token was already used; the grant is revoked")
+            tokens = await self._tokens(
+                grant, chosen, own, float(self._clock()), family=(fid, str(record["key"]), generation + 1)
+            )
+        except BaseException:
+            # Nothing was rotated: undo the claim, so the client's retry of this token is not reuse.
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await self.store.delete(claim)
+            raise
+        with contextlib.suppress(MCPError):  # it ends by itself; the family has moved on anyway
+            await self.store.delete(claim)
+        return tokens
+
+    async def _claim(self, claim: str, fid: str, generation: int, gid: str) -> None:
+        """Win the rotation of generation `generation` of the family, or learn why not.
+
+        Another request holding the claim is rotating the same token: wait for it. The family
+        moving on means that request spent it (reuse: the grant is revoked); the claim let go
+        means it failed (try again); still held after `_CLAIM_WAIT_S`, a failed rotation's claim
+        could not be undone: `TemporarilyUnavailable`, until it ends by itself.
+        """
+        deadline = anyio.current_time() + _CLAIM_WAIT_S
+        while not await self.store.put(claim, {"gid": gid}, ttl=_CLAIM_TTL_S, only_new=True):
+            current = await self.store.get(_family_name(fid))
+            if current is None:
+                raise TokenError("invalid_grant", "unknown or expired refresh token")
+            if current.get("generation") != generation:
+                await self._revoke_reused(gid)
+                raise TokenError("invalid_grant", "the refresh token was already used; the grant is revoked")
+            if anyio.current_time() > deadline:
+                raise TemporarilyUnavailable("this refresh token is being used by another request; try again")
+            await anyio.sleep(0.05)
 
     async def load_refresh(self, client_id: str, refresh_token: str) -> RefreshToken | None:
         """The refresh token as issued, if it is alive and `client_id`'s; a spent one revokes its grant."""
-        record = await self.store.get(secret_name("refresh", refresh_token))
-        if record is None:
-            await self._reused(refresh_token)  # a spent one: its grant is revoked now
+        found = await self._family(refresh_token)
+        if found is None:
+            return None
+        _fid, generation, record = found
+        if generation < record["generation"]:
+            await self._revoke_reused(str(record.get("gid")))  # a spent one: its grant is revoked now
             return None
         if record.get("client_id") != client_id:
             return None
@@ -234,18 +302,16 @@ class Grants:
         With `client_id`, only a token issued to that client does anything.
         """
         try:
-            if _COMPACT_JWS.fullmatch(token) and len(token) <= _MAX_TOKEN_BYTES:
+            if _REFRESH_TOKEN.fullmatch(token):
+                found = await self._family(token)  # any generation: a spent token ends its grant too
+                if found is None:
+                    return
+                gid, owner = found[2].get("gid"), found[2].get("client_id")
+            elif _COMPACT_JWS.fullmatch(token) and len(token) <= _MAX_TOKEN_BYTES:
                 claims = await self._signed_claims(token)
                 gid, owner = claims.get("gid"), claims.get("client_id")
             else:
-                name = secret_name("refresh", token)
-                record = await self.store.get(name) or await self.store.get(
-                    secret_name("refresh-used", token)
-                )
-                if record is None:
-                    return
-                gid, owner = record.get("gid"), record.get("client_id")
-                await self.store.delete(name)
+                return
         except _Refused as exc:
             logger.info("revocation ignored a token: %s", exc)
             return
@@ -322,8 +388,16 @@ class Grants:
     # -- inside ---------------------------------------------------------------------------------
 
     async def _tokens(
-        self, grant: Grant, scopes: tuple[str, ...], family_scopes: tuple[str, ...], now: float
+        self,
+        grant: Grant,
+        scopes: tuple[str, ...],
+        family_scopes: tuple[str, ...],
+        now: float,
+        *,
+        family: tuple[str, str, int] | None = None,
     ) -> OAuthToken:
+        """An access token, and the refresh token of generation `family` = (id, key, generation)
+        (None: a new family, generation 0), written as the family's current one last of all."""
         expires_at = min(now + self.access_token_ttl_s, grant.expires_at)
         if expires_at - now < 1:
             raise TokenError("invalid_grant", "the grant has ended")
@@ -348,16 +422,17 @@ class Grants:
         refresh_until = min(now + self.refresh_token_ttl_s, grant.expires_at)
         refresh: str | None = None
         if refresh_until - now >= 1:
-            refresh = secrets.token_urlsafe(32)
+            fid, key, generation = family or (secrets.token_urlsafe(16), secrets.token_urlsafe(32), 0)
             record = {
                 "gid": grant.grant_id,
                 "client_id": grant.client_id,
                 "scopes": list(family_scopes),
                 "expires_at": refresh_until,
+                "key": key,
+                "generation": generation,
             }
-            await self.store.put(
-                secret_name("refresh", refresh), record, ttl=refresh_until - now, only_new=True
-            )
+            await self.store.put(_family_name(fid), record, ttl=refresh_until - now, only_new=family is None)
+            refresh = f"{fid}.{generation}.{_mac(key, fid, generation)}"
         return OAuthToken(
             access_token=access,
             expires_in=int(expires_at) - int(now),
@@ -365,14 +440,21 @@ class Grants:
             refresh_token=refresh,
         )
 
-    async def _reused(self, refresh_token: str) -> bool:
-        """For a refresh token that is not alive: whether it was spent (then this is its second use,
-        and its grant is revoked now)."""
-        spent = await self.store.get(secret_name("refresh-used", refresh_token))
-        if spent is None or not isinstance(spent.get("gid"), str):
-            return False
-        await self._revoke_reused(spent["gid"])
-        return True
+    async def _family(self, refresh_token: str) -> tuple[str, int, dict[str, Any]] | None:
+        """(family id, generation, family record) of a genuine refresh token of a live family; else None."""
+        match = _REFRESH_TOKEN.fullmatch(refresh_token)
+        if match is None:
+            return None
+        fid, generation, mac = match.group(1), int(match.group(2)), match.group(3)
+        record = await self.store.get(_family_name(fid))
+        if record is None or not isinstance(record.get("key"), str):
+            return None
+        current = record.get("generation")
+        if not isinstance(current, int) or generation > current:
+            return None
+        if not hmac.compare_digest(mac, _mac(record["key"], fid, generation)):
+            return None
+        return fid, generation, record
 
     async def _revoke_reused(self, gid: str) -> None:
         logger.warning("a refresh token was presented a second time: its grant is revoked")
@@ -381,6 +463,15 @@ class Grants:
 
 def _grant_name(grant_id: str) -> str:
     return f"grant:{grant_id}"
+
+
+def _family_name(fid: str) -> str:
+    return secret_name("refresh-family", fid)
+
+
+def _mac(key: str, fid: str, generation: int) -> str:
+    digest = hmac.new(key.encode(), f"{fid}.{generation}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _within(scopes: Sequence[str] | None, granted: tuple[str, ...]) -> tuple[str, ...]:

@@ -12,7 +12,10 @@ server's origin, and sends the person upstream to sign in:
 Everything between those steps lives in the store, sealed (AES-GCM), under
 names that are hashes of any secret they hold, so a fleet serves each step on
 any worker and a store dump holds no token. The upstream's tokens never leave:
-a tool that needs one asks for it with the `upstream_token` resolver.
+a tool that needs one asks for it with the `upstream_token` resolver. They
+also say whether the person is still signed in upstream: a refresh of our
+tokens asks (at most once per `upstream_check_s`), and a person the upstream
+no longer accepts loses the grant.
 
 The pieces each have a module: `_grants` (our tokens), `_keys` (their signing
 keys), `_vault` (sealing), `_upstream` (the upstream's endpoints), `_consent`
@@ -21,7 +24,6 @@ keys), `_vault` (sealing), `_upstream` (the upstream's endpoints), `_consent`
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import inspect
@@ -44,12 +46,15 @@ from ..provider import (
     ClientRegistrationOptions,
     OAuthClientInformationFull,
     OAuthToken,
+    ProviderTokenVerifier,
     RefreshToken,
     RevocationOptions,
+    TemporarilyUnavailable,
     TokenError,
+    code_challenge_s256,
     construct_redirect_uri,
 )
-from ..tokens import AccessToken, AuthSettings, check_scope
+from ..tokens import AccessToken, AuthSettings, TokenVerifier, check_scope
 from ._consent import ConsentGuard, ConsentView
 from ._grants import Grant, Grants
 from ._keys import SigningKeys
@@ -76,15 +81,12 @@ is never used must not hold the store for months: a peer's registrations (capped
 `/register`) then hold at most a day's worth of entries."""
 _REFRESH_MARGIN_S = 60
 """An upstream token this close to its expiry is refreshed before it is handed to a tool."""
+_LOCK_MARGIN_S = 15
+"""The upstream refresh lock outlives the upstream's deadline by this much (the store writes after it)."""
 
 
 def _digest(value: str) -> str:
     return hashlib.sha256(value.encode()).hexdigest()
-
-
-def _s256(verifier: str) -> str:
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 class UpstreamToken:
@@ -145,7 +147,9 @@ class OAuthProxy:
     shares), with `previous_encryption_keys` still opening what older keys sealed while you rotate
     it; `consent` shows the consent page (keep it on: it is the confused-deputy protection MCP
     requires of a proxy); `remember_consent` skips it when this browser gave this client the same
-    approval before.
+    approval before. `upstream_check_s` is how often, at most, a refresh of the proxy's tokens asks
+    the upstream whether the person is still signed in there (a person disabled upstream loses
+    access at their client's next refresh after that, not when the grant ends).
     """
 
     callback_path = "/auth/callback"
@@ -173,6 +177,7 @@ class OAuthProxy:
         transaction_ttl_s: float = 600,
         code_ttl_s: float = 60,
         key_rotation_s: float = 86400,
+        upstream_check_s: float = 3600,
         allow: Callable[[UpstreamIdentity], bool | Awaitable[bool]] | None = None,
     ) -> None:
         if not consent and (client_registration or client_id_metadata_documents):
@@ -198,6 +203,11 @@ class OAuthProxy:
         self.transaction_ttl_s = transaction_ttl_s
         self.code_ttl_s = code_ttl_s
         self.refresh_token_ttl_s = refresh_token_ttl_s
+        if not 0 <= upstream_check_s <= refresh_token_ttl_s:
+            raise ValueError("upstream_check_s must be between 0 and refresh_token_ttl_s")
+        self.upstream_check_s = upstream_check_s
+        self.upstream_lock_s = upstream.timeout_s + _LOCK_MARGIN_S
+        """How long one worker's upstream refresh holds the others off: longer than the upstream's deadline."""
         kept = _store(store, self.issuer)
         secret = self._secret(encryption_key, kept)
         purpose = "mcp-resolve proxy state"
@@ -244,7 +254,7 @@ class OAuthProxy:
 
     # -- what MCPServer asks -----------------------------------------------------------------
 
-    def protection(self) -> tuple[ProxyTokenVerifier, AuthSettings]:
+    def protection(self) -> tuple[TokenVerifier, AuthSettings]:
         """The verifier of the tokens this proxy issues, and the settings that announce it."""
         settings = AuthSettings(
             issuer_url=self.issuer,
@@ -256,7 +266,7 @@ class OAuthProxy:
             revocation_options=RevocationOptions(enabled=True),
             client_id_metadata_documents=self.client_id_metadata_documents,
         )
-        return ProxyTokenVerifier(self), settings
+        return ProviderTokenVerifier(self), settings
 
     # -- clients ---------------------------------------------------------------------------
 
@@ -365,7 +375,7 @@ class OAuthProxy:
         try:
             return await self.upstream.authorization_url(
                 state=txn,
-                code_challenge=_s256(record["verifier"]),
+                code_challenge=code_challenge_s256(record["verifier"]),
                 redirect_uri=self.base_url + self.callback_path,
                 nonce=record["nonce"],
             )
@@ -452,7 +462,7 @@ class OAuthProxy:
         await self.grants.create(grant)
         code_value = secrets.token_urlsafe(32)
         try:
-            await self._keep_upstream(grant.grant_id, tokens)
+            await self._keep_upstream(grant, tokens, checked_at=time.time())
             await self.state.put(
                 secret_name("code", code_value),
                 {
@@ -527,16 +537,24 @@ class OAuthProxy:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: ProxyAuthorizationCode
     ) -> OAuthToken:
-        record = await self.state.take(secret_name("code", authorization_code.code))
-        if record is None:  # another request took it first: a replay
+        """Tokens for the code, once. The used-code marker is written first (`only_new`), then the
+        code taken: of two exchanges at once, the one that finds the marker revokes the grant,
+        whatever the other got (RFC 6749 §4.1.2)."""
+        gid = authorization_code.grant_id
+        first = await self.state.put(
+            secret_name("used-code", authorization_code.code),
+            {"grant_id": gid},
+            ttl=self.refresh_token_ttl_s,
+            only_new=True,
+        )
+        if not first:  # another request exchanged it, or is exchanging it now: a replay
             await self._revoke_if_replayed(authorization_code.code)
             raise TokenError("invalid_grant", "the authorization code was already used")
-        await self.state.put(
-            secret_name("used-code", authorization_code.code),
-            {"grant_id": record["grant_id"]},
-            ttl=self.refresh_token_ttl_s,
-        )
-        tokens = await self.grants.issue(record["grant_id"], authorization_code.scopes)
+        record = await self.state.take(secret_name("code", authorization_code.code))
+        if record is None or record.get("grant_id") != gid:  # it expired since it was loaded
+            await self.grants.revoke(gid)
+            raise TokenError("invalid_grant", "the authorization code has expired")
+        tokens = await self.grants.issue(gid, authorization_code.scopes)
         await self._keep_client(client.client_id)
         return tokens
 
@@ -548,7 +566,9 @@ class OAuthProxy:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        return await self.grants.refresh(client.client_id, refresh_token.token, scopes)
+        return await self.grants.refresh(
+            client.client_id, refresh_token.token, scopes, check=self._still_signed_in
+        )
 
     async def load_access_token(self, token: str) -> ProxiedAccessToken | None:
         verified = await self.grants.verify(token, audience=self.resource)
@@ -561,54 +581,108 @@ class OAuthProxy:
 
     # -- the upstream's tokens, for tools ----------------------------------------------------
 
-    async def _keep_upstream(self, grant_id: str, tokens: UpstreamTokens) -> None:
-        await self.state.put(
-            f"upstream:{grant_id}",
-            {
+    async def _keep_upstream(
+        self, grant: Grant, tokens: UpstreamTokens | dict[str, Any], *, checked_at: float
+    ) -> dict[str, Any]:
+        """Keep the grant's upstream tokens (and when the person was last seen signed in upstream)
+        until the grant ends, or `refresh_token_ttl_s` from now if sooner; the record kept."""
+        if isinstance(tokens, UpstreamTokens):
+            tokens = {
                 "access_token": tokens.access_token,
                 "refresh_token": tokens.refresh_token,
                 "expires_at": tokens.expires_at,
                 "scope": tokens.scope,
-            },
-            ttl=self.refresh_token_ttl_s,
-        )
+            }
+        record = {**tokens, "checked_at": checked_at}
+        ttl = min(self.refresh_token_ttl_s, grant.expires_at - time.time())
+        await self.state.put(f"upstream:{grant.grant_id}", record, ttl=max(ttl, 1.0))
+        return record
+
+    async def _upstream_tokens(self, grant: Grant, due: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The grant's upstream tokens, first refreshed at the upstream when `due` says so and there is
+        a refresh token. One worker refreshes (the upstream may rotate its refresh token, so a second
+        refresh would spend it again); the others wait for its result, at most as long as its lock lives.
+
+        `UpstreamError`: `refused` (the tokens are gone, or the upstream said no), or `unreachable`.
+        """
+        name, lock = f"upstream:{grant.grant_id}", f"refreshing:{grant.grant_id}"
+        waited_until = anyio.current_time() + self.upstream_lock_s
+        while True:
+            record = await self.state.get(name)
+            if record is None:
+                raise UpstreamError("refused", "the upstream tokens of this grant are gone")
+            if not record.get("refresh_token") or not due(record):
+                return record
+            if await self.state.put(lock, {}, ttl=self.upstream_lock_s, only_new=True):
+                try:
+                    started = time.time()
+                    fresh = await self.upstream.refresh(record["refresh_token"])
+                    return await self._keep_upstream(grant, fresh, checked_at=started)
+                finally:
+                    await self.state.delete(lock)
+            if anyio.current_time() > waited_until:
+                raise UpstreamError(
+                    "unreachable", "the upstream token is being refreshed elsewhere and did not arrive"
+                )
+            await anyio.sleep(0.1)
 
     async def upstream_token(self, token: AccessToken) -> UpstreamToken:
         """A fresh upstream access token for the grant `token` belongs to, refreshed upstream when due."""
         gid = (token.claims or {}).get("gid")
-        if not isinstance(gid, str) or await self.grants.get(gid) is None:
+        grant = await self.grants.get(gid) if isinstance(gid, str) else None
+        if grant is None:
             raise UpstreamError("refused", "this access token has no live grant at the proxy")
-        for _attempt in range(50):
-            record = await self.state.get(f"upstream:{gid}")
-            if record is None:
-                raise UpstreamError("refused", "the upstream tokens of this grant are gone")
+
+        def expiring(record: dict[str, Any]) -> bool:
             expires_at = record.get("expires_at")
-            if (
-                expires_at is None
-                or expires_at - _REFRESH_MARGIN_S > time.time()
-                or not record.get("refresh_token")
-            ):
-                return UpstreamToken(record["access_token"], expires_at, record.get("scope"))
-            # One worker refreshes (the upstream may rotate its refresh token); the others wait for it.
-            if await self.state.put(f"refreshing:{gid}", {}, ttl=30, only_new=True):
-                try:
-                    fresh = await self.upstream.refresh(record["refresh_token"])
-                    if fresh.refresh_token is None:
-                        fresh = UpstreamTokens(
-                            access_token=fresh.access_token,
-                            refresh_token=record["refresh_token"],
-                            expires_at=fresh.expires_at,
-                            id_token=None,
-                            scope=fresh.scope,
-                        )
-                    await self._keep_upstream(gid, fresh)
-                    return UpstreamToken(fresh.access_token, fresh.expires_at, fresh.scope)
-                finally:
-                    await self.state.delete(f"refreshing:{gid}")
-            await anyio.sleep(0.1)
-        raise UpstreamError(
-            "unreachable", "the upstream token is being refreshed elsewhere and did not arrive"
+            return expires_at is not None and expires_at - _REFRESH_MARGIN_S <= time.time()
+
+        record = await self._upstream_tokens(grant, expiring)
+        return UpstreamToken(record["access_token"], record.get("expires_at"), record.get("scope"))
+
+    # -- is the person still signed in upstream? ---------------------------------------------
+
+    async def _still_signed_in(self, grant: Grant) -> None:
+        """Before a refresh token of `grant` is spent: the person must still be signed in upstream.
+
+        Asked at most once per `upstream_check_s`. The upstream saying no (the person disabled or
+        signed out, the tokens revoked) revokes the grant: `invalid_grant`, sign in again. The
+        upstream unreachable fails closed with `TemporarilyUnavailable` (503), the refresh token
+        left as it was, so the client's retry works once the upstream is back.
+        """
+        label = self.upstream_config.label
+        try:
+            await self._check_upstream(grant)
+        except UpstreamError as exc:
+            if exc.kind == "unreachable":
+                logger.warning("a refresh could not confirm the sign-in upstream: %s", exc)
+                raise TemporarilyUnavailable(
+                    f"{label} cannot be reached to confirm the sign-in; try again shortly"
+                ) from None
+            logger.warning("the upstream no longer accepts a sign-in, so its grant is revoked: %s", exc)
+            await self.grants.revoke(grant.grant_id)
+            await self.state.delete(f"upstream:{grant.grant_id}")
+            raise TokenError("invalid_grant", f"the sign-in at {label} has ended; sign in again") from None
+
+    async def _check_upstream(self, grant: Grant) -> None:
+        """Refresh upstream if it gave a refresh token; else ask user-info (when the identity comes from
+        there) with the access token; else (an ID token and no refresh token) there is nothing to ask."""
+
+        def due(record: dict[str, Any]) -> bool:
+            return time.time() - float(record.get("checked_at") or 0) >= self.upstream_check_s
+
+        record = await self._upstream_tokens(grant, due)
+        if record.get("refresh_token") or not due(record):
+            return
+        if self.upstream_config.identity_source != "userinfo":
+            return
+        started = time.time()
+        identity = await self.upstream.identity(
+            UpstreamTokens(access_token=record["access_token"]), nonce=None
         )
+        if identity.subject != grant.subject:
+            raise UpstreamError("refused", f"{self.upstream_config.label} user-info names another person")
+        await self._keep_upstream(grant, record, checked_at=started)
 
     async def aclose(self) -> None:
         await self.upstream.aclose()
@@ -616,16 +690,6 @@ class OAuthProxy:
 
 class ProxyAuthorizationCode(AuthorizationCode):
     grant_id: str
-
-
-class ProxyTokenVerifier:
-    """Verifies the proxy's own access tokens: signature, issuer, audience, expiry, and a live grant."""
-
-    def __init__(self, proxy: OAuthProxy) -> None:
-        self.proxy = proxy
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        return await self.proxy.load_access_token(token)
 
 
 def _store(store: KeyValueStore | str | os.PathLike[str] | None, issuer: str) -> KeyValueStore:

@@ -8,7 +8,8 @@ line), and an unexpected failure is a plain 500 with the exception's type
 logged, never its text or a stack trace: the text of an exception raised
 while handling a token may contain it. A store that cannot serve (Redis down,
 or a store at its bounds) is a 503 `temporarily_unavailable`: the request is
-refused, nothing is guessed, and the client may try again shortly.
+refused, nothing is guessed, and the client may try again shortly. So is a
+provider's `TemporarilyUnavailable` (its upstream down or slow, say).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from .....auth.provider import TemporarilyUnavailable
 from .....auth.tokens import ClientRegistrationOptions, check_scope
 from .....stores import StoreUnavailable
 from .....stores.keyvalue import KeyValueStoreFull
@@ -261,6 +263,13 @@ class Endpoint:
                 response = oauth_error(bad.status, "invalid_request", bad.description)
             except STORE_FAILURES as exc:
                 response = store_unavailable(scope.get("path", ""), exc)
+            except TemporarilyUnavailable as exc:
+                logger.warning(
+                    "the authorization endpoint %s refused a request: %s", scope.get("path"), exc.description
+                )
+                response = oauth_error(
+                    503, "temporarily_unavailable", exc.description, {"retry-after": str(RETRY_AFTER_S)}
+                )
             except Exception as exc:  # never a stack trace, never the exception's text (it may hold a token)
                 logger.error(
                     "the authorization endpoint %s failed (%s)", scope.get("path"), type(exc).__name__

@@ -13,8 +13,6 @@ refresh may narrow the scopes, never widen them. Answers are never cached
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import logging
 import re
@@ -25,7 +23,7 @@ from pydantic import AnyUrl, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .....auth.provider import OAuthClientInformationFull, OAuthToken, TokenError
+from .....auth.provider import OAuthClientInformationFull, OAuthToken, TokenError, code_challenge_s256
 from .....auth.tokens import check_scope, same_resource
 from ..._wire.responses import json_response
 from ._client_auth import ClientRefused, authenticate_client
@@ -44,10 +42,6 @@ class _Refused(Exception):
         super().__init__(description)
         self.error = error
         self.description = description
-
-
-def s256(verifier: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode()
 
 
 def _same_uri(given: str, issued: AnyUrl) -> bool:
@@ -83,7 +77,7 @@ async def _code_grant(
         raise _Refused("invalid_grant", "redirect_uri is required: the authorization request named one")
     if given is not None and not _same_uri(given, code.redirect_uri):
         raise _Refused("invalid_grant", "redirect_uri is not the one of the authorization request")
-    if not hmac.compare_digest(s256(verifier), code.code_challenge):
+    if not hmac.compare_digest(code_challenge_s256(verifier), code.code_challenge):
         raise _Refused("invalid_grant", "code_verifier does not match the code challenge")
     if not _resource_ok(form.get("resource"), code.resource):
         raise _Refused("invalid_target", "resource is not the one the code was issued for")
