@@ -49,6 +49,14 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function stamp()
+  -- The time of a write, made later than every other write's: two writes in one millisecond
+  -- (two workers, or one busy one) must still order, or the oldest is not the one dropped.
+  local now = now_ms()
+  local top = redis.call('ZRANGE', LRU, -1, -1, 'WITHSCORES')[2]
+  if top and tonumber(top) >= now then return tonumber(top) + 1 end
+  return now
+end
 local function total() return tonumber(redis.call('HGET', SIZES, '*')) or 0 end
 local function grow(id, size)
   if size ~= 0 then
@@ -95,7 +103,7 @@ end
 while redis.call('ZCARD', LRU) >= most and drop_oldest(nil) do end
 redis.call('HSET', KEYS[3], 's', ARGV[3], 'r', ARGV[4], 'w', ARGV[5])
 redis.call('PEXPIRE', KEYS[3], ttl)
-redis.call('ZADD', LRU, now, id)
+redis.call('ZADD', LRU, stamp(), id)
 redis.call('HSET', SIZES, id, 0)
 return 1
 """
@@ -117,7 +125,7 @@ grow(id, size)
 if ARGV[4] == '1' then redis.call('HSET', meta, 'e', '1') end
 redis.call('PEXPIRE', events, ttl)
 redis.call('PEXPIRE', meta, ttl)
-redis.call('ZADD', LRU, now_ms(), id)
+redis.call('ZADD', LRU, stamp(), id)
 while total() > most_bytes and drop_oldest(id) do end
 while total() > most_bytes and redis.call('XLEN', events) > 1 do grow(id, -trim(events, 1)) end
 return entry
