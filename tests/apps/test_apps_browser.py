@@ -196,7 +196,14 @@ async def open_host(browser: Any, url: str) -> AsyncIterator[Any]:
         try:
             yield page
         except BaseException:
-            print("host error:", await page.locator("#error").text_content(), await page.locator("#result").text_content(), "console:", *console, sep="\n")
+            print(
+                "host error:",
+                await page.locator("#error").text_content(),
+                await page.locator("#result").text_content(),
+                "console:",
+                *console,
+                sep="\n",
+            )
             raise
 
 
@@ -206,7 +213,9 @@ async def test_the_receipt_view_renders_the_refund_and_its_switch_restocks_serve
     from playwright.async_api import expect
 
     module, host = desk
-    url = host.page("refund_order", {"order_id": "ORD-7002", "reason": "too small"}, {"full": True, "restock": False})
+    url = host.page(
+        "refund_order", {"order_id": "ORD-7002", "reason": "too small"}, {"full": True, "restock": False}
+    )
     async with open_host(browser, url) as page:
         view = page.frame_locator("#sandbox").frame_locator("iframe")
         await expect(view.locator("#amount")).to_have_text("$48.00", timeout=15_000)
@@ -218,7 +227,12 @@ async def test_the_receipt_view_renders_the_refund_and_its_switch_restocks_serve
         assert json.loads(await page.locator("#model-tools").text_content() or "") == ["refund_order"]
         assert json.loads(await page.locator("#app-tools").text_content() or "") == ["restock"]
         text = json.loads(await page.locator("#text").text_content() or "")
-        assert json.loads(text[0]) == {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": False}
+        assert json.loads(text[0]) == {
+            "order_id": "ORD-7002",
+            "reason": "too small",
+            "cents": 4800,
+            "restocked": False,
+        }
         assert len(json.loads(await page.locator("#questions").text_content() or "")) == 2
         assert module.RESTOCKED == {}
 
