@@ -36,7 +36,14 @@ from mcp_resolve.resources import Resource
 pytestmark = pytest.mark.anyio
 
 SCHEMA_PATH = (
-    TESTS / "node" / "node_modules" / "@modelcontextprotocol" / "ext-apps" / "dist" / "src" / "generated"
+    TESTS
+    / "node"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "ext-apps"
+    / "dist"
+    / "src"
+    / "generated"
     / "schema.json"
 )
 URI = "ui://weather-server/dashboard-template"
@@ -192,10 +199,10 @@ def _check(seen: dict[str, Any], declares: bool) -> None:
 # -- our Client, in memory and over HTTP, both eras -------------------------------------------
 @pytest.mark.parametrize("declares", [True, False])
 @pytest.mark.parametrize("mode", ERAS)
-@pytest.mark.parametrize(
-    "transport", ["memory", pytest.param("http", marks=pytest.mark.slow)]
-)
-async def test_our_client_reads_the_views_as_the_spec_shows(transport: str, mode: str, declares: bool) -> None:
+@pytest.mark.parametrize("transport", ["memory", pytest.param("http", marks=pytest.mark.slow)])
+async def test_our_client_reads_the_views_as_the_spec_shows(
+    transport: str, mode: str, declares: bool
+) -> None:
     async with our_client(transport, mode, declares) as client:
         seen = await _observe(client, declares)
         modern = mode != "legacy"
@@ -300,13 +307,19 @@ async def test_the_official_docstring_example_ports_by_its_import() -> None:
     async with Client(mcp, extensions=DECLARES_APPS) as client:
         assert client.server_capabilities["extensions"] == {EXTENSION_ID: {}}
         tools = (await client.list_tools()).tools
-        assert [(t.name, t.meta) for t in tools] == [("get_time", {"ui": {"resourceUri": "ui://clock/app.html"}})]
+        assert [(t.name, t.meta) for t in tools] == [
+            ("get_time", {"ui": {"resourceUri": "ui://clock/app.html"}})
+        ]
         now = datetime.fromisoformat(_text(await client.call_tool("get_time", {})))
         assert now.tzinfo is not None
         listed = [_dump(r) for r in (await client.list_resources()).resources]
         assert listed == [
-            {"uri": "ui://clock/app.html", "name": "ui://clock/app.html", "description": "",
-             "mimeType": APP_MIME_TYPE}
+            {
+                "uri": "ui://clock/app.html",
+                "name": "ui://clock/app.html",
+                "description": "",
+                "mimeType": APP_MIME_TYPE,
+            }
         ]
         read = await client.read_resource("ui://clock/app.html")
         assert [_dump(c) for c in read.contents] == [
