@@ -210,6 +210,15 @@ class Context(Generic[LifespanT, RequestT]):
     def client_capabilities_dict(self) -> dict[str, Any]:
         return self._scope.client_capabilities
 
+    def client_supports_extension(self, identifier: str) -> bool:
+        """Whether the client declared the extension `identifier` (`capabilities.extensions`).
+
+        From `initialize` on the handshake era, from the request's own client capabilities on
+        2026-07-28. A tool uses it to degrade gracefully (plain text for a client without the extension).
+        """
+        declared = (self._scope.client_capabilities or {}).get("extensions")
+        return isinstance(declared, dict) and identifier in declared
+
     @property
     def client_info(self) -> Implementation | None:
         info = self._scope.client_info

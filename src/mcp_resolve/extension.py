@@ -111,6 +111,14 @@ class Extension:
         """What the server advertises at `capabilities.extensions[identifier]` ({} for none)."""
         return {}
 
+    def advertised(self) -> bool:
+        """Whether the server advertises the extension in its capabilities (checked once it is applied).
+
+        True by default; an extension that can end up contributing nothing (MCP Apps with no view)
+        says False then, so a client is not told of a feature that is not there.
+        """
+        return True
+
     def tools(self) -> Sequence[ToolBinding]:
         return ()
 
@@ -141,11 +149,11 @@ def require_client_extension(
     `ctx`), or from a tool (with its `Context`).
     """
     if isinstance(ctx, ServerRequestContext):
-        capabilities = ctx.session.client_capabilities_dict
+        declared = (ctx.session.client_capabilities_dict or {}).get("extensions")
+        supported = isinstance(declared, dict) and identifier in declared
     else:
-        capabilities = ctx.client_capabilities_dict
-    declared = (capabilities or {}).get("extensions")
-    if not isinstance(declared, dict) or identifier not in declared:
+        supported = ctx.client_supports_extension(identifier)
+    if not supported:
         raise MCPError(
             MISSING_REQUIRED_CLIENT_CAPABILITY,
             f"Client did not declare required extension {identifier!r}",
@@ -162,7 +170,7 @@ def apply_extensions(server: MCPServer, extensions: Sequence[Extension]) -> dict
         identifier = getattr(extension, "identifier", None)
         validate_extension_identifier(identifier, owner=type(extension).__name__)
         assert isinstance(identifier, str)
-        if identifier in settings:
+        if any(getattr(e, "identifier", None) == identifier for e in applied):
             raise ValueError(f"Extension {identifier!r} is already registered")
         for tool in extension.tools():
             server.add_tool(tool.fn, meta=tool.meta, **tool.kwargs)
@@ -175,7 +183,8 @@ def apply_extensions(server: MCPServer, extensions: Sequence[Extension]) -> dict
                     "registered; extension methods are additive and cannot replace another handler"
                 )
             server.add_method(method.method, _method_handler(method))
-        settings[identifier] = dict(extension.settings())
+        if extension.advertised():
+            settings[identifier] = dict(extension.settings())
         applied.append(extension)
     interceptors = [e for e in applied if type(e).intercept_tool_call is not Extension.intercept_tool_call]
     if interceptors:

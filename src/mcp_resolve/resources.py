@@ -33,7 +33,11 @@ __all__ = ["FunctionResource", "Resource", "ResourceTemplate", "UnsafeParameter"
 _VARIABLE = re.compile(r"{(\w+)}")
 
 
-def _contents(uri: str, mime_type: str | None, value: Any) -> list[dict[str, Any]]:
+def _contents(
+    uri: str, mime_type: str | None, value: Any, meta: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The `contents` of a read: contents the function built pass as they are; a value becomes one
+    item, carrying the resource's `_meta` (where hosts read an MCP App's `_meta.ui`, as the official does)."""
     if isinstance(value, (TextResourceContents, BlobResourceContents)):
         return [value.model_dump(by_alias=True, exclude_none=True, mode="json")]
     if (
@@ -43,6 +47,8 @@ def _contents(uri: str, mime_type: str | None, value: Any) -> list[dict[str, Any
     ):
         return [v.model_dump(by_alias=True, exclude_none=True, mode="json") for v in value]
     entry: dict[str, Any] = {"uri": uri}
+    if meta:
+        entry["_meta"] = meta
     if isinstance(value, (bytes, bytearray)):
         entry["mimeType"] = mime_type or "application/octet-stream"
         entry["blob"] = base64.b64encode(value).decode()
@@ -121,7 +127,7 @@ class _ResourceBase:
             raise UnexpectedResourceError(self._crash_message.format(uri=uri)) from exc
         if isinstance(value, InputRequiredResult):
             return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-        return {"contents": _contents(uri, self.mime_type, value)}
+        return {"contents": _contents(uri, self.mime_type, value, self.meta)}
 
 
 class Resource(_ResourceBase):

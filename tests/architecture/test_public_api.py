@@ -19,6 +19,7 @@ from mcp_resolve import _moved
 SNAPSHOT = Path(__file__).with_name("public_api.txt")
 PUBLIC_PACKAGES = [
     "mcp_resolve",
+    "mcp_resolve.apps",
     "mcp_resolve.auth",
     "mcp_resolve.client",
     "mcp_resolve.client.auth",
@@ -26,6 +27,7 @@ PUBLIC_PACKAGES = [
     "mcp_resolve.pydantic_ai",
     "mcp_resolve.resolve",
     "mcp_resolve.server",
+    "mcp_resolve.server.apps",
     "mcp_resolve.stores",
     "mcp_resolve.tasks",
     "mcp_resolve.telemetry",
