@@ -43,8 +43,11 @@ from mcp_resolve import (
     Resolve,
     ToolError,
 )
+from mcp_resolve.apps import Apps
+from mcp_resolve.resources import Resource
 
-mcp = MCPServer("Refund Desk", instructions="Refunds follow the order record; the desk asks the person what it needs.")
+apps = Apps()
+"""MCP Apps: the receipt view and the tools bound to it (given to `mcp` below)."""
 
 
 @dataclass(frozen=True)
@@ -167,12 +170,14 @@ async def ask_restock(
     return Elicit(f"Restock {', '.join(line.sku for line in lines)}?", Restock)
 
 
-@mcp.resource(RECEIPT_VIEW, mime_type="text/html;profile=mcp-app", meta={"ui": {"prefersBorder": True}})
 def receipt_view() -> str:
     return VIEW_HTML.read_text(encoding="utf-8")
 
 
-@mcp.tool(single_use=True, meta={"ui": {"resourceUri": RECEIPT_VIEW}})
+apps.add_resource(Resource.from_function(receipt_view, RECEIPT_VIEW, meta={"ui": {"prefersBorder": True}}))
+
+
+@apps.tool(resource_uri=RECEIPT_VIEW, single_use=True)
 async def refund_order(
     order_id: str,
     reason: str,
@@ -188,7 +193,7 @@ async def returnable(order: Annotated[Order, Resolve(load_order)]) -> list[str]:
     return [line.sku for line in order.lines if line.restockable]
 
 
-@mcp.tool(meta={"ui": {"resourceUri": RECEIPT_VIEW, "visibility": ["app"]}})
+@apps.tool(resource_uri=RECEIPT_VIEW, visibility=["app"])
 async def restock(
     order_id: str,
     on: bool,
@@ -201,6 +206,13 @@ async def restock(
     else:
         RESTOCKED.pop(order_id, None)
     return Restocking(order_id=order_id, lines=order.lines, in_stock=RESTOCKED.get(order_id, []))
+
+
+mcp = MCPServer(
+    "Refund Desk",
+    instructions="Refunds follow the order record; the desk asks the person what it needs.",
+    extensions=[apps],
+)
 
 
 def require_tokens(public_key: bytes, url: str) -> None:

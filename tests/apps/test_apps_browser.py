@@ -32,10 +32,10 @@ from browser_helpers import chromium_browser, new_context
 from conftest import NODE_DIR, REFUND_DESK, load_module
 from http_helpers import serving
 from mcp_resolve import MCPServer
+from mcp_resolve.apps import Apps, ResourceCsp
 
 pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
-APP_MIME_TYPE = "text/html;profile=mcp-app"
 HOST_PAGES = NODE_DIR / "apps_host"
 ESBUILD = NODE_DIR / "node_modules" / ".bin" / "esbuild"
 VIEW_SCRIPT = re.compile(r'<script type="module">(.*?)</script>', re.S)
@@ -164,20 +164,17 @@ PROBE_VIEW = """<!doctype html>
 
 def probe_server(declared: str, undeclared: str) -> MCPServer:
     """A view that fetches one origin its `_meta.ui.csp` declares and one it does not."""
-    mcp = MCPServer("probe")
+    apps = Apps()
     uri = "ui://probe/fetch.html"
     html = PROBE_VIEW.replace("UNDECLARED", undeclared).replace("DECLARED", declared)
+    apps.add_html_resource(uri, html, csp=ResourceCsp(connect_domains=[declared]))
 
-    @mcp.resource(uri, mime_type=APP_MIME_TYPE, meta={"ui": {"csp": {"connectDomains": [declared]}}})
-    def view() -> str:
-        return html
-
-    @mcp.tool(meta={"ui": {"resourceUri": uri}})
+    @apps.tool(resource_uri=uri)
     def probe() -> str:
         """Open the probe view."""
         return "probing"
 
-    return mcp
+    return MCPServer("probe", extensions=[apps])
 
 
 @pytest.fixture(scope="module")
