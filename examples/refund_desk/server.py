@@ -7,6 +7,11 @@ question to the person. The model cannot supply or inflate the amount.
 
     current_customer -> load_order -> refund_scope -> refund_amount  (cents, unwrapped: declining aborts)
                                                    -> ask_restock    (restock, full outcome: declining still refunds)
+                                   -> returnable     (skus: what `restock` puts back, from the record)
+
+In a host with MCP Apps the receipt renders as a view (`receipt.html`, `ui://refund-desk/receipt.html`);
+its restock switch calls `restock`, a tool only the view sees (visibility ["app"]), whose order and
+SKUs are resolved here like any other call's. The model still gets the receipt as text.
 
 The customer is a resolver too: whoever the request's access token names, so
 the model can no more refund someone else's order than it can raise an amount.
@@ -38,8 +43,11 @@ from mcp_resolve import (
     Resolve,
     ToolError,
 )
+from mcp_resolve.apps import Apps
+from mcp_resolve.resources import Resource
 
-mcp = MCPServer("Refund Desk", instructions="Refunds follow the order record; the desk asks the person what it needs.")
+apps = Apps()
+"""MCP Apps: the receipt view and the tools bound to it (given to `mcp` below)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,12 @@ ISSUER = "https://auth.refund-desk.example"
 """The authorization server --auth trusts (a name only: client.py signs the tokens itself)."""
 REFUNDS = "refunds:write"
 """The scope every caller's token must carry (--auth and --proxy)."""
+RECEIPT_VIEW = "ui://refund-desk/receipt.html"
+VIEW_HTML = Path(__file__).with_name("receipt.html")
+"""The receipt view. Its script imports the ext-apps `App`; serve it bundled into this one file
+(esbuild, vite-plugin-singlefile): a host loads a view with no network of its own."""
+RESTOCKED: dict[str, list[str]] = {}
+"""Which SKUs of each order went back into stock: your inventory in real life."""
 
 
 class Order(BaseModel):
@@ -78,6 +92,12 @@ class Scope(BaseModel):
 
 class Restock(BaseModel):
     restock: bool = Field(description="Put the returned items back into stock?")
+
+
+class Restocking(BaseModel):
+    order_id: str
+    lines: list[Line]
+    in_stock: list[str] = Field(description="The order's SKUs that are back in stock now.")
 
 
 class Receipt(BaseModel):
@@ -150,7 +170,14 @@ async def ask_restock(
     return Elicit(f"Restock {', '.join(line.sku for line in lines)}?", Restock)
 
 
-@mcp.tool(single_use=True)
+def receipt_view() -> str:
+    return VIEW_HTML.read_text(encoding="utf-8")
+
+
+apps.add_resource(Resource.from_function(receipt_view, RECEIPT_VIEW, meta={"ui": {"prefersBorder": True}}))
+
+
+@apps.tool(resource_uri=RECEIPT_VIEW, single_use=True)
 async def refund_order(
     order_id: str,
     reason: str,
@@ -160,6 +187,32 @@ async def refund_order(
     """Refund an order. The amount comes from the order record, never from the caller."""
     restocked = isinstance(restock, AcceptedElicitation) and restock.data.restock
     return Receipt(order_id=order_id, reason=reason, cents=cents, restocked=restocked)
+
+
+async def returnable(order: Annotated[Order, Resolve(load_order)]) -> list[str]:
+    return [line.sku for line in order.lines if line.restockable]
+
+
+@apps.tool(resource_uri=RECEIPT_VIEW, visibility=["app"])
+async def restock(
+    order_id: str,
+    on: bool,
+    order: Annotated[Order, Resolve(load_order)],
+    skus: Annotated[list[str], Resolve(returnable)],
+) -> Restocking:
+    """Put the order's returnable items back into stock (on) or take them out again (the view's switch)."""
+    if on:
+        RESTOCKED[order_id] = skus
+    else:
+        RESTOCKED.pop(order_id, None)
+    return Restocking(order_id=order_id, lines=order.lines, in_stock=RESTOCKED.get(order_id, []))
+
+
+mcp = MCPServer(
+    "Refund Desk",
+    instructions="Refunds follow the order record; the desk asks the person what it needs.",
+    extensions=[apps],
+)
 
 
 def require_tokens(public_key: bytes, url: str) -> None:

@@ -87,7 +87,7 @@ ASKS_EVERYTHING = """
 def test_check_reports_the_registered_server() -> None:
     done = cli("check", str(REFUND_DESK))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "OK Refund Desk: 1 tool, 0 prompts, 0 resources, 0 templates, 5 resolvers"
+    assert done.stdout.strip() == "OK Refund Desk: 2 tools, 0 prompts, 1 resource, 0 templates, 6 resolvers"
 
 
 def test_check_fails_on_a_cycle_naming_the_resolvers(tmp_path: Path) -> None:
@@ -130,7 +130,7 @@ def test_loading_errors_are_one_line(tmp_path: Path) -> None:
 
 
 def test_graph_text_names_the_refund_desk_resolvers_and_edges() -> None:
-    done = cli("graph", str(REFUND_DESK))
+    done = cli("graph", str(REFUND_DESK), "--tool", "refund_order")
     assert done.returncode == 0, done.stderr
     lines = [line.strip() for line in done.stdout.splitlines()]
     assert lines[0] == "tool refund_order(order_id, reason)"
@@ -175,7 +175,7 @@ def test_graph_mermaid_draws_the_same_edges() -> None:
 
 
 def test_graph_dot_draws_the_same_graph_for_graphviz() -> None:
-    done = cli("graph", str(REFUND_DESK), "--format", "dot")
+    done = cli("graph", str(REFUND_DESK), "--tool", "refund_order", "--format", "dot")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("digraph resolvers {\n") and out.endswith("}\n")
@@ -234,7 +234,7 @@ def test_graph_shows_sampling_roots_context_and_prompts(tmp_path: Path) -> None:
 def test_graph_unknown_tool_lists_what_exists() -> None:
     done = cli("graph", str(REFUND_DESK), "--tool", "refund_everything")
     assert done.returncode == 1
-    assert "has no tool 'refund_everything' (it has: refund_order)" in done.stderr
+    assert "has no tool 'refund_everything' (it has: refund_order, restock, ui://refund-desk/receipt.html)" in done.stderr
 
 
 @pytest.mark.anyio

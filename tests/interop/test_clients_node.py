@@ -60,7 +60,10 @@ async def served_over_http(script: Path) -> AsyncIterator[str]:
 
 def assert_refund_trajectory(report: dict[str, Any], mode: str) -> None:
     assert (report["era"], report["version"]) == ERAS[mode]
-    assert report["tools"] == [{"name": "refund_order", "properties": ["order_id", "reason"]}]
+    assert report["tools"] == [
+        {"name": "refund_order", "properties": ["order_id", "reason"]},
+        {"name": "restock", "properties": ["order_id", "on"]},  # the receipt view's, app-only
+    ]
     assert [q["fields"] for q in report["questions"]] == [["full", "sku"], ["restock"]]
     assert report["questions"][0]["message"].startswith("Order ORD-7002 has several items")
     assert report["result"]["isError"] is False

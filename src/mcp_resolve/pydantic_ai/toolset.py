@@ -325,6 +325,8 @@ class MCPToolset(AbstractToolset[AgentDepsT]):
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         tools: dict[str, ToolsetTool[AgentDepsT]] = {}
         for tool in await self.list_tools():
+            if not _for_model(tool):
+                continue
             definition = ToolDefinition(
                 name=tool.name,
                 description=tool.description,
@@ -444,3 +446,13 @@ async def _as_mcp_errors() -> AsyncIterator[None]:
         raise  # already the toolset's, or a failed login whose type says why
     except ProtocolError as exc:
         raise MCPError(exc.message, exc.code, exc.data) from exc
+
+
+def _for_model(tool: mcp_types.Tool) -> bool:
+    """False for an MCP Apps tool only its view may call (`_meta.ui.visibility` without "model").
+
+    The spec leaves hiding those from the model to the host, and here the agent is the host.
+    """
+    ui = (tool.meta or {}).get("ui")
+    visibility = ui.get("visibility") if isinstance(ui, dict) else None
+    return not isinstance(visibility, list) or "model" in visibility
