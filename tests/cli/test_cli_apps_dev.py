@@ -62,7 +62,9 @@ def dev_apps(cwd: Path, log: Path) -> Iterator[str]:
 
 
 def api(page: str, method: str, params: dict[str, object]) -> dict[str, object]:
-    answer = httpx.post(f"{page}api", json={"method": method, "params": params}, timeout=60)
+    origin = page.removesuffix("/host/")
+    body = {"method": method, "params": params}
+    answer = httpx.post(f"{page}api", json=body, headers={"origin": origin}, timeout=60)
     assert answer.status_code == 200
     body: dict[str, object] = answer.json()
     return body
@@ -112,3 +114,31 @@ def test_dev_apps_without_esbuild_says_what_to_install(tmp_path: Path) -> None:
     error = str(read["error"])
     assert "imports @modelcontextprotocol/ext-apps by name" in error
     assert "npm install esbuild @modelcontextprotocol/ext-apps" in error
+
+
+def test_dev_apps_serves_its_api_to_its_own_page_only(tmp_path: Path) -> None:
+    """Another site the developer visits may not call tools through the page's API (CSRF, DNS rebinding)."""
+    with dev_apps(tmp_path, tmp_path / "dev.log") as page_url:
+        origin = page_url.removesuffix("/host/")
+        listing = json.dumps({"method": "tools/list"})
+        tries = {
+            "no origin": {"content-type": "application/json"},
+            "another site": {"origin": "https://evil.example", "content-type": "application/json"},
+            "a rebound name": {"origin": origin, "host": "evil.example", "content-type": "application/json"},
+            "a form's text/plain": {"origin": origin, "content-type": "text/plain"},
+        }
+        statuses = {
+            name: httpx.post(f"{page_url}api", content=listing, headers=headers, timeout=10).status_code
+            for name, headers in tries.items()
+        }
+        assert statuses == {
+            "no origin": 403,
+            "another site": 403,
+            "a rebound name": 403,
+            "a form's text/plain": 415,
+        }
+        ours = {"origin": origin, "content-type": "application/json"}
+        assert (
+            "tools"
+            in httpx.post(f"{page_url}api", content=listing, headers=ours, timeout=10).json()["result"]
+        )

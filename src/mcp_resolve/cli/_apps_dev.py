@@ -137,7 +137,18 @@ def apps_app(mcp_app: Any, url: str, esbuild: Path | None) -> Any:
 
     page = HOST_PAGE.read_text(encoding="utf-8")
 
+    origin = url.removesuffix("/mcp")
+    hosts = {origin.removeprefix("http://"), origin.replace("127.0.0.1", "localhost").removeprefix("http://")}
+
     async def api(request: Request) -> JSONResponse:
+        # Only this page may call: another site's form or fetch (CSRF), or a rebound DNS name, may not.
+        if request.headers.get("host") not in hosts or request.headers.get("origin") not in (
+            origin,
+            origin.replace("127.0.0.1", "localhost"),
+        ):
+            return JSONResponse({"error": "only the host page may call /host/api"}, status_code=403)
+        if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+            return JSONResponse({"error": "application/json only"}, status_code=415)
         body = await request.body()
         if len(body) > MAX_API_BODY:
             return JSONResponse({"error": "request too large"}, status_code=413)
