@@ -9,7 +9,7 @@ CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light graphviz chromium
 
-.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo conformance bench soak clean
+.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance bench soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,15 @@ demo: $(DEMO_STAMP) $(CLIENTS_NODE_STAMP)
 	$(PY) examples/refund_desk/client.py --http --legacy
 	$(PY) examples/refund_desk/client.py --auth
 	$(PY) examples/refund_desk/client.py --proxy
+	@echo "The refund desk's receipt view (MCP Apps): run 'make view', then open $(VIEW_URL)"
+
+# The refund desk's receipt view in a local MCP Apps host page (`mcp-resolve dev --apps`), until Ctrl-C.
+# From tests/node, whose node_modules has the esbuild and ext-apps that bundle the view's script.
+VIEW_PORT ?= 8000
+VIEW_URL := http://127.0.0.1:$(VIEW_PORT)/host/?tool=refund_order&args=%7B%22order_id%22%3A%22ORD-7002%22%2C%22reason%22%3A%22too%20small%22%7D&answers=%7B%22full%22%3Atrue%7D
+view: $(DEMO_STAMP) $(CLIENTS_NODE_STAMP)
+	@echo "Open $(VIEW_URL)"
+	cd tests/node && $(abspath $(PY)) -m mcp_resolve dev $(abspath examples/refund_desk/server.py) --apps --port $(VIEW_PORT)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests examples benchmarks docs/pictures

@@ -9,9 +9,10 @@ question to the person. The model cannot supply or inflate the amount.
                                                    -> ask_restock    (restock, full outcome: declining still refunds)
                                    -> returnable     (skus: what `restock` puts back, from the record)
 
-In a host with MCP Apps the receipt renders as a view (`receipt.html`, `ui://refund-desk/receipt.html`);
-its restock switch calls `restock`, a tool only the view sees (visibility ["app"]), whose order and
-SKUs are resolved here like any other call's. The model still gets the receipt as text.
+In a host with MCP Apps the receipt renders as a view (`receipt.html`, `ui://refund-desk/receipt.html`).
+Two tools only the view sees (visibility ["app"]), whose order and SKUs are resolved here like any
+other call's: `receipt_lines`, read-only, which the view calls on opening to show the order's lines,
+and `restock`, which its switch calls. The model still gets the receipt as text.
 
 The customer is a resolver too: whoever the request's access token names, so
 the model can no more refund someone else's order than it can raise an amount.
@@ -191,6 +192,12 @@ async def refund_order(
 
 async def returnable(order: Annotated[Order, Resolve(load_order)]) -> list[str]:
     return [line.sku for line in order.lines if line.restockable]
+
+
+@apps.tool(resource_uri=RECEIPT_VIEW, visibility=["app"])
+async def receipt_lines(order_id: str, order: Annotated[Order, Resolve(load_order)]) -> Restocking:
+    """The order's lines and which are back in stock: what the view shows on opening. Changes nothing."""
+    return Restocking(order_id=order_id, lines=order.lines, in_stock=RESTOCKED.get(order_id, []))
 
 
 @apps.tool(resource_uri=RECEIPT_VIEW, visibility=["app"])

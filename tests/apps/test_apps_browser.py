@@ -7,8 +7,9 @@ view runs in the spec's double-iframe sandbox: the sandbox proxy page is served
 from another loopback origin (`localhost` against the host's `127.0.0.1`), and
 holds the view in an inner sandboxed iframe under the CSP it builds from the
 resource's `_meta.ui`. The refund desk's receipt view (examples/refund_desk/
-receipt.html, its `App` import bundled in) shows the refund, and its restock
-switch calls the app-only `restock` tool, whose SKUs a resolver computes.
+receipt.html, its `App` import bundled in) shows the refund and the order's lines (the
+read-only app-only `receipt_lines` tool), and its restock switch calls the app-only `restock`
+tool, whose SKUs a resolver computes.
 """
 
 from __future__ import annotations
@@ -210,8 +211,9 @@ async def test_the_receipt_view_renders_the_refund_and_its_switch_restocks_serve
     from playwright.async_api import expect
 
     module, host = desk
+    # The person says yes to restocking: a view that restocked on opening would act on it at once.
     url = host.page(
-        "refund_order", {"order_id": "ORD-7002", "reason": "too small"}, {"full": True, "restock": False}
+        "refund_order", {"order_id": "ORD-7002", "reason": "too small"}, {"full": True, "restock": True}
     )
     async with open_host(browser, url) as page:
         view = page.frame_locator("#sandbox").frame_locator("iframe")
@@ -222,15 +224,18 @@ async def test_the_receipt_view_renders_the_refund_and_its_switch_restocks_serve
         )
         # The model would see refund_order only, and its receipt as text; the view sees restock too.
         assert json.loads(await page.locator("#model-tools").text_content() or "") == ["refund_order"]
-        assert json.loads(await page.locator("#app-tools").text_content() or "") == ["restock"]
+        assert json.loads(await page.locator("#app-tools").text_content() or "") == ["receipt_lines", "restock"]
         text = json.loads(await page.locator("#text").text_content() or "")
         assert json.loads(text[0]) == {
             "order_id": "ORD-7002",
             "reason": "too small",
             "cents": 4800,
-            "restocked": False,
+            "restocked": True,
         }
         assert len(json.loads(await page.locator("#questions").text_content() or "")) == 2
+        # Opening the view read the lines (receipt_lines) and changed nothing: no restock until the click.
+        await expect(view.locator("#status")).to_have_text("Nothing in stock")
+        await expect(view.locator("#restock")).not_to_be_checked()
         assert module.RESTOCKED == {}
 
         await view.locator("#restock").click()

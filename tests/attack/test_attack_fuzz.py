@@ -50,7 +50,7 @@ CANCEL_LIST_ID = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":
 
 
 def assert_listed(result: dict[str, Any]) -> None:
-    assert [tool["name"] for tool in result["tools"]] == ["refund_order", "restock"], result
+    assert [tool["name"] for tool in result["tools"]] == ["refund_order", "receipt_lines", "restock"], result
 
 
 def assert_refunded(result: dict[str, Any]) -> None:

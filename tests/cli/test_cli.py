@@ -87,7 +87,7 @@ ASKS_EVERYTHING = """
 def test_check_reports_the_registered_server() -> None:
     done = cli("check", str(REFUND_DESK))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "OK Refund Desk: 2 tools, 0 prompts, 1 resource, 0 templates, 6 resolvers"
+    assert done.stdout.strip() == "OK Refund Desk: 3 tools, 0 prompts, 1 resource, 0 templates, 6 resolvers"
 
 
 def test_check_fails_on_a_cycle_naming_the_resolvers(tmp_path: Path) -> None:
@@ -234,7 +234,7 @@ def test_graph_shows_sampling_roots_context_and_prompts(tmp_path: Path) -> None:
 def test_graph_unknown_tool_lists_what_exists() -> None:
     done = cli("graph", str(REFUND_DESK), "--tool", "refund_everything")
     assert done.returncode == 1
-    assert "has no tool 'refund_everything' (it has: refund_order, restock, ui://refund-desk/receipt.html)" in done.stderr
+    assert "has no tool 'refund_everything' (it has: refund_order, receipt_lines, restock, ui://refund-desk/receipt.html)" in done.stderr
 
 
 @pytest.mark.anyio

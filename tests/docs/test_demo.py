@@ -73,3 +73,5 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
     assert done.stdout.count("error: Error executing tool refund_order: unknown order 'ORD-8001'") == 2
     assert done.stdout.count("receipt: refunded 4800 cents for ORD-7002, restocked") == 5
     assert "FAILED" not in done.stdout
+    view = "receipt view (MCP Apps): run 'make view', then open http://127.0.0.1:8000/host/?tool=refund_order"
+    assert view in done.stdout

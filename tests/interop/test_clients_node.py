@@ -62,6 +62,7 @@ def assert_refund_trajectory(report: dict[str, Any], mode: str) -> None:
     assert (report["era"], report["version"]) == ERAS[mode]
     assert report["tools"] == [
         {"name": "refund_order", "properties": ["order_id", "reason"]},
+        {"name": "receipt_lines", "properties": ["order_id"]},  # the receipt view's, app-only
         {"name": "restock", "properties": ["order_id", "on"]},  # the receipt view's, app-only
     ]
     assert [q["fields"] for q in report["questions"]] == [["full", "sku"], ["restock"]]

@@ -91,7 +91,7 @@ async def test_official_client_runs_the_refund_desk_over_http(
         callback = await _refund_call_elicit(answers)
         async with OfficialClient(f"{base}/mcp", mode=mode, elicitation_callback=callback) as client:
             assert client.protocol_version == version
-            tool, _restock = (await client.list_tools()).tools  # restock: the receipt view's
+            tool, *_app_only = (await client.list_tools()).tools  # the receipt view's receipt_lines, restock
             assert tool.name == "refund_order"
             assert set(tool.input_schema["properties"]) == {"order_id", "reason"}
             assert sorted(tool.input_schema["required"]) == ["order_id", "reason"]
@@ -147,7 +147,7 @@ async def test_our_client_runs_the_refund_desk_over_http(
         ours(base, mode, elicitation_handler=elicit) as client,
     ):
         assert client.protocol_version == version
-        tool, _restock = (await client.list_tools()).tools
+        tool, *_app_only = (await client.list_tools()).tools
         assert set(tool.input_schema["properties"]) == {"order_id", "reason"}
         await run_refund_trajectory(lambda arguments: client.call_tool("refund_order", arguments), answers)
 
@@ -296,7 +296,7 @@ async def test_the_example_serves_http_from_its_own_process() -> None:
                     except OSError:
                         await anyio.sleep(0.05)
             async with Client(f"http://127.0.0.1:{port}/mcp", mode="legacy") as client:
-                tool, _restock = (await client.list_tools()).tools
+                tool, *_app_only = (await client.list_tools()).tools
                 assert tool.name == "refund_order"
         finally:
             process.terminate()

@@ -8,7 +8,8 @@ before anything is served.
 
 This module parses the command line and dispatches; each command lives in its
 own private module: `_target` (finding the server), `_run`, `_check`, `_graph`
-(building and drawing the graphs, also used by the docs' pictures) and `_dev`.
+(building and drawing the graphs, also used by the docs' pictures), `_dev` and `_apps_dev`
+(`dev --apps`: a local MCP Apps host page).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import InvalidSignature
 from ..settings import InvalidSetting
+from ._apps_dev import dev_apps
 from ._check import check
 from ._dev import INSPECTOR, NO_NPX, dev
 from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_text, question_of
@@ -108,8 +110,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="text (default), mermaid (a Mermaid flowchart) or dot (Graphviz: pipe it to `dot -Tsvg`)",
     )
 
-    dev = commands.add_parser("dev", help="open the server in the MCP Inspector (needs Node.js)")
+    dev = commands.add_parser(
+        "dev", help="open the server in the MCP Inspector (needs Node.js), or its MCP Apps views (--apps)"
+    )
     dev.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
+    dev.add_argument(
+        "--apps",
+        action="store_true",
+        help="serve the server on HTTP with a local MCP Apps host page that renders its views",
+    )
+    dev.add_argument("--port", type=int, default=8000, help="--apps: the loopback port (default 8000)")
     return parser
 
 
@@ -117,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "dev":
+            if args.apps:
+                return dev_apps(args.target, port=args.port)
             load_server(args.target)  # fail here, readably, rather than inside the Inspector
             return dev(args.target)
         server = load_server(args.target)
