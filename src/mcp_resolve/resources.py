@@ -36,19 +36,27 @@ _VARIABLE = re.compile(r"{(\w+)}")
 def _contents(
     uri: str, mime_type: str | None, value: Any, meta: dict[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """The `contents` of a read: contents the function built pass as they are; a value becomes one
-    item, carrying the resource's `_meta` (where hosts read an MCP App's `_meta.ui`, as the official does)."""
+    """The `contents` of a read. Each item carries the resource's `_meta` (where hosts read an MCP
+    App's `_meta.ui`, as the official SDK has it), unless the function built the item with a
+    `_meta` of its own; a value becomes one item."""
+    built: list[TextResourceContents | BlobResourceContents] | None = None
     if isinstance(value, (TextResourceContents, BlobResourceContents)):
-        return [value.model_dump(by_alias=True, exclude_none=True, mode="json")]
-    if (
+        built = [value]
+    elif (
         isinstance(value, (list, tuple))
         and value
         and all(isinstance(v, (TextResourceContents, BlobResourceContents)) for v in value)
     ):
-        return [v.model_dump(by_alias=True, exclude_none=True, mode="json") for v in value]
+        built = list(value)
+    if built is not None:
+        items = [v.model_dump(by_alias=True, exclude_none=True, mode="json") for v in built]
+        if meta:
+            for item in items:
+                item.setdefault("_meta", dict(meta))
+        return items
     entry: dict[str, Any] = {"uri": uri}
     if meta:
-        entry["_meta"] = meta
+        entry["_meta"] = dict(meta)
     if isinstance(value, (bytes, bytearray)):
         entry["mimeType"] = mime_type or "application/octet-stream"
         entry["blob"] = base64.b64encode(value).decode()

@@ -19,6 +19,7 @@ import mcp_types
 import pytest
 from mcp.client import Client as OfficialClient
 from mcp.client import advertise
+from mcp_types import TextResourceContents
 
 from conftest import TESTS
 from http_helpers import http_server
@@ -273,6 +274,26 @@ async def test_a_prebuilt_resource_gets_the_app_type_and_keeps_its_meta() -> Non
     assert [_dump(item) for item in read.contents] == [
         {"uri": "ui://a/disk.html", "mimeType": APP_MIME_TYPE, "text": "<p>disk</p>", "_meta": ui}
     ]
+
+
+async def test_contents_a_view_builds_itself_still_carry_its_meta() -> None:
+    """A function returning its own contents (a list of them) keeps the view's `_meta.ui` on each,
+    unless an item brings a `_meta` of its own: the spec's hosts read it there."""
+    apps = Apps()
+    ui = {"ui": {"prefersBorder": True}}
+
+    def built() -> list[TextResourceContents]:
+        return [
+            TextResourceContents(uri="ui://a/built.html", mimeType=APP_MIME_TYPE, text="<p>one</p>"),
+            TextResourceContents(
+                uri="ui://a/built.html", mimeType=APP_MIME_TYPE, text="<p>two</p>", _meta={"own": 1}
+            ),
+        ]
+
+    apps.add_resource(Resource.from_function(built, uri="ui://a/built.html", meta=ui))
+    async with Client(MCPServer("built", extensions=[apps])) as client:
+        read = await client.read_resource("ui://a/built.html")
+    assert [_dump(item).get("_meta") for item in read.contents] == [ui, {"own": 1}]
 
 
 def test_the_schema_check_catches_what_the_spec_forbids() -> None:

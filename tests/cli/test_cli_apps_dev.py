@@ -31,12 +31,12 @@ HOST_LINE = re.compile(r"MCP Apps host page for .*: (http://127\.0\.0\.1:\d+/hos
 
 
 @contextmanager
-def dev_apps(cwd: Path, log: Path) -> Iterator[str]:
-    """`mcp-resolve dev REFUND_DESK --apps` in `cwd`; yields the host page's URL, once it answers."""
+def dev_apps(cwd: Path, log: Path, target: Path = REFUND_DESK) -> Iterator[str]:
+    """`mcp-resolve dev TARGET --apps` in `cwd`; yields the host page's URL, once it answers."""
     port = free_port()
     with log.open("w") as sink:
         process = subprocess.Popen(
-            [PYTHON, "-m", "mcp_resolve", "dev", str(REFUND_DESK), "--apps", "--port", str(port)],
+            [PYTHON, "-m", "mcp_resolve", "dev", str(target), "--apps", "--port", str(port)],
             cwd=cwd,
             stdout=sink,
             stderr=subprocess.STDOUT,
@@ -142,3 +142,68 @@ def test_dev_apps_serves_its_api_to_its_own_page_only(tmp_path: Path) -> None:
             "tools"
             in httpx.post(f"{page_url}api", content=listing, headers=ours, timeout=10).json()["result"]
         )
+
+
+PROBE_VIEW = """<!doctype html><html><head><title>probe</title></head><body>
+<!-- <head> in a comment, and a <header>: neither may carry the policy out of the real head -->
+<header>probe</header><p id="out">waiting</p>
+<script>
+const out = document.getElementById("out");
+fetch("http://localhost:PORT/undeclared").then(() => { out.textContent = "reached"; },
+                                               () => { out.textContent = "blocked"; });
+window.addEventListener("message", (event) => {
+  if (event.data && event.data.id === 1) document.title = event.data.error ? "refused" : "called";
+});
+window.parent.postMessage({jsonrpc: "2.0", id: 1, method: "tools/call",
+                           params: {name: "model_only", arguments: {}}}, "*");
+</script></body></html>"""
+
+PROBE_SERVER = """
+from pathlib import Path
+
+from mcp_resolve import MCPServer
+from mcp_resolve.apps import Apps
+
+apps = Apps()
+
+
+@apps.tool(resource_uri="ui://probe/view.html")
+def show() -> str:
+    return "shown"
+
+
+def model_only() -> str:
+    return "the model's"
+
+
+apps.add_html_resource("ui://probe/view.html", (Path(__file__).parent / "probe.html").read_text())
+mcp = MCPServer("probe", extensions=[apps])
+mcp.tool(meta={"ui": {"visibility": ["model"]}})(model_only)
+"""
+
+
+@pytest.mark.anyio
+async def test_dev_apps_holds_a_view_to_its_csp_and_to_the_tools_it_may_call(tmp_path: Path) -> None:
+    """The policy reaches the view's real head even when its HTML says `<header>` (a text match would
+    have put it in the body, where browsers ignore it), and a view cannot call a model-only tool."""
+    from playwright.async_api import expect
+
+    (tmp_path / "probe.html").write_text(PROBE_VIEW.replace("PORT", str(free_port())))
+    target = tmp_path / "probe.py"
+    target.write_text(PROBE_SERVER)
+    with dev_apps(tmp_path, tmp_path / "dev.log", target) as page_url:
+        async with chromium_browser() as browser, new_context(browser) as context:
+            page = await context.new_page()
+            console: list[str] = []
+            page.on("console", lambda message: console.append(message.text))
+            await page.goto(f"{page_url}?{urlencode({'tool': 'show', 'args': '{}', 'answers': '{}'})}")
+            view = page.frame_locator("#view-frame")
+            await expect(view.locator("#out")).to_have_text("blocked", timeout=20_000)
+            frame = next(f for f in page.frames if f != page.main_frame)
+            for _ in range(100):
+                if await frame.title() != "probe":
+                    break
+                await page.wait_for_timeout(100)
+            assert await frame.title() == "refused"
+    assert not any("outside the document's <head>" in line for line in console), console
+    assert any("Content Security Policy" in line and "localhost" in line for line in console), console
