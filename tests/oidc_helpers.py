@@ -23,14 +23,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
 import pytest
 
-__all__ = ["NODE", "NODE_DIR", "DroppingProxy", "node_installed", "oidc_provider"]
+__all__ = ["NODE", "NODE_DIR", "DroppingProxy", "node_installed", "node_script", "oidc_provider"]
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 NODE = NODE_DIR / "node_modules" / ".bin" / "node"
@@ -66,27 +66,32 @@ async def oidc_provider(
     `scopes` are all it will grant for `resource` (a scope outside them is left out of a grant).
     """
     node_installed()
+    command = [str(NODE), str(LAUNCHER), resource, *([issuer] if issuer else [])]
+    async with node_script(command, {**os.environ, "RESOURCE_SCOPES": scopes}, "oidc-provider") as ready:
+        yield str(ready["issuer"]), int(ready["port"])
+
+
+@asynccontextmanager
+async def node_script(command: list[str], env: dict[str, str], what: str) -> AsyncIterator[dict[str, Any]]:
+    """Run a Node script of tests/node until the block ends; yields the JSON line it prints once ready.
+
+    It is stopped with SIGTERM (then killed after 5 s) whatever happens; a script that prints no
+    line within 30 s is an error carrying its standard error.
+    """
     with tempfile.TemporaryFile() as stderr:
         process = await anyio.open_process(
-            [str(NODE), str(LAUNCHER), resource, *([issuer] if issuer else [])],
-            cwd=NODE_DIR,
-            env={**os.environ, "RESOURCE_SCOPES": scopes},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
+            command, cwd=NODE_DIR, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
         )
         try:
             assert process.stdout is not None
             line = b""
             with anyio.move_on_after(30):
                 while not line.endswith(b"\n"):
-                    chunk = await process.stdout.receive(4096)
-                    line += chunk
+                    line += await process.stdout.receive(4096)
             if not line.endswith(b"\n"):
                 stderr.seek(0)
-                raise RuntimeError(f"oidc-provider did not start: {stderr.read().decode(errors='replace')}")
-            ready = json.loads(line)
-            yield str(ready["issuer"]), int(ready["port"])
+                raise RuntimeError(f"{what} did not start: {stderr.read().decode(errors='replace')}")
+            yield dict(json.loads(line))
         finally:
             if process.returncode is None:
                 process.terminate()

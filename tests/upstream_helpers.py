@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -37,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from http_helpers import http_server
-from oidc_helpers import NODE, NODE_DIR, node_installed
+from oidc_helpers import NODE, NODE_DIR, node_installed, node_script
 
 __all__ = ["Answer", "DocumentServer", "Upstream", "follow_login", "upstream_provider"]
 
@@ -114,33 +112,8 @@ async def upstream_provider(
         "UPSTREAM_FAULTS": json.dumps(dict(faults or {})),
     }
     command = [str(NODE), str(LAUNCHER), mode, client_id, client_secret, ",".join(redirect_uris)]
-    with tempfile.TemporaryFile() as stderr:
-        process = await anyio.open_process(
-            command, cwd=NODE_DIR, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr
-        )
-        try:
-            assert process.stdout is not None
-            line = b""
-            with anyio.move_on_after(30):
-                while not line.endswith(b"\n"):
-                    line += await process.stdout.receive(4096)
-            if not line.endswith(b"\n"):
-                stderr.seek(0)
-                raise RuntimeError(
-                    f"the upstream provider did not start: {stderr.read().decode(errors='replace')}"
-                )
-            ready = json.loads(line)
-            yield Upstream(str(ready["issuer"]), int(ready["port"]), mode, client_id, client_secret)
-        finally:
-            if process.returncode is None:
-                process.terminate()
-                with anyio.move_on_after(5, shield=True):
-                    await process.wait()
-                if process.returncode is None:
-                    process.kill()
-                    with anyio.CancelScope(shield=True):
-                        await process.wait()
-            await process.aclose()
+    async with node_script(command, env, "the upstream provider") as ready:
+        yield Upstream(str(ready["issuer"]), int(ready["port"]), mode, client_id, client_secret)
 
 
 def _loopback(url: str) -> bool:

@@ -18,12 +18,15 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import unquote_plus
 
-from ._common import AuthorizationServer, BadRequest
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ._common import AuthorizationServer, BadRequest, oauth_error, read_form
 
 if TYPE_CHECKING:
     from .....auth.provider import OAuthClientInformationFull
 
-__all__ = ["ClientRefused", "authenticate_client"]
+__all__ = ["ClientRefused", "authenticate_client", "authenticated_form"]
 
 SECRET_METHODS = ("client_secret_post", "client_secret_basic")
 
@@ -92,3 +95,17 @@ async def authenticate_client(
     if expires and expires < time.time():
         raise ClientRefused("the client secret has expired", basic=basic is not None)
     return client
+
+
+async def authenticated_form(
+    server: AuthorizationServer, request: Request, realm: str
+) -> tuple[dict[str, str], OAuthClientInformationFull] | Response:
+    """The request's form and its authenticated client, or the 401 `invalid_client` to answer
+    (with a Basic challenge for `realm` when the client tried Basic)."""
+    form = await read_form(request)
+    try:
+        client = await authenticate_client(server, request.headers.get("authorization"), form)
+    except ClientRefused as refused:
+        challenge = {"www-authenticate": f'Basic realm="{realm}"'} if refused.basic else None
+        return oauth_error(401, "invalid_client", refused.description, challenge)
+    return form, client

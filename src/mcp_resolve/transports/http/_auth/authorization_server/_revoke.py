@@ -13,8 +13,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ._client_auth import ClientRefused, authenticate_client
-from ._common import AuthorizationServer, no_store, oauth_error, read_form
+from ._client_auth import authenticated_form
+from ._common import AuthorizationServer, no_store, oauth_error
 
 __all__ = ["revoke_handler"]
 
@@ -22,12 +22,10 @@ MAX_TOKEN_CHARS = 8192
 
 
 async def revoke_handler(server: AuthorizationServer, request: Request) -> Response:
-    form = await read_form(request)
-    try:
-        client = await authenticate_client(server, request.headers.get("authorization"), form)
-    except ClientRefused as refused:
-        challenge = {"www-authenticate": 'Basic realm="revoke"'} if refused.basic else None
-        return oauth_error(401, "invalid_client", refused.description, challenge)
+    authenticated = await authenticated_form(server, request, "revoke")
+    if isinstance(authenticated, Response):
+        return authenticated
+    form, client = authenticated
     token = form.get("token")
     if token is None:
         return oauth_error(400, "invalid_request", "token is required")

@@ -26,8 +26,8 @@ from starlette.responses import Response
 from .....auth.provider import OAuthClientInformationFull, OAuthToken, TokenError, code_challenge_s256
 from .....auth.tokens import check_scope, same_resource
 from ..._wire.responses import json_response
-from ._client_auth import ClientRefused, authenticate_client
-from ._common import AuthorizationServer, no_store, oauth_error, read_form
+from ._client_auth import authenticated_form
+from ._common import AuthorizationServer, no_store, oauth_error
 
 __all__ = ["token_handler"]
 
@@ -113,12 +113,10 @@ _GRANTS = {"authorization_code": _code_grant, "refresh_token": _refresh_grant}
 
 
 async def token_handler(server: AuthorizationServer, request: Request) -> Response:
-    form = await read_form(request)
-    try:
-        client = await authenticate_client(server, request.headers.get("authorization"), form)
-    except ClientRefused as refused:
-        challenge = {"www-authenticate": 'Basic realm="token"'} if refused.basic else None
-        return oauth_error(401, "invalid_client", refused.description, challenge)
+    authenticated = await authenticated_form(server, request, "token")
+    if isinstance(authenticated, Response):
+        return authenticated
+    form, client = authenticated
     grant_type = form.get("grant_type")
     if grant_type is None:
         return oauth_error(400, "invalid_request", "grant_type is required")
