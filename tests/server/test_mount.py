@@ -11,13 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from types import ModuleType
 from typing import Annotated, Any
 
 import pytest
+from pydantic import BaseModel
 
-from mcp_resolve import Client, Context, MCPServer, Resolve
+from mcp_resolve import Client, Context, Elicit, MCPServer, Resolve
 from mcp_resolve.cli._check import check
 from mcp_resolve.cli._graph import graph
+from mcp_resolve.protocol.jsonrpc import IncomingRequest
+from mcp_resolve.protocol.session import Connection
+from servers.state_wire import FROZEN, MODERN_META, accept
 
 pytestmark = pytest.mark.anyio
 
@@ -366,3 +371,71 @@ def test_check_and_graph_show_the_hidden_parameter() -> None:
         check(parent)
         == "OK Front: 1 tool, 1 prompt, 2 resources, 1 template, 2 resolvers, 1 hidden parameter"
     )
+
+
+class Account(BaseModel):
+    customer: str
+
+
+async def ask_customer() -> Account | Elicit[Account]:
+    return Elicit("Which customer is this for?", Account)
+
+
+async def account_name(account: Annotated[Account, Resolve(ask_customer)]) -> str:
+    return account.customer
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_hidden_parameter_may_ask_the_person_over_rounds(mode: str) -> None:
+    parent = MCPServer("Front")
+    parent.mount(billing(), prefix="billing", hide={"customer_id": Resolve(account_name)})
+    asked: list[str] = []
+
+    async def answer(question: Any) -> dict[str, Any]:
+        asked.append(question.message)
+        return {"action": "accept", "content": {"customer": "dora"}}
+
+    async with Client(parent, mode=mode, elicitation_handler=answer) as client:
+        result = await client.call_tool("billing_refund", {"order_id": "9"})
+    assert result.content[0].text == "refund 9 for dora from acct-1"  # type: ignore[union-attr]
+    assert asked == ["Which customer is this for?"]
+
+
+# -- single use, and whose requestState ---------------------------------------------------------
+async def _send(connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
+    async def sink(message: dict[str, Any]) -> None:
+        pass
+
+    request = IncomingRequest(id=1, method="tools/call", params={**params, "_meta": MODERN_META})
+    return await connection.respond(request, sink)
+
+
+async def test_a_mounted_single_use_tool_is_claimed_once_through_the_parents_sealed_state(
+    refund_desk: ModuleType,
+) -> None:
+    front = MCPServer("Front")
+    front.mount(refund_desk.mcp, prefix="desk")
+    assert front.registry.offers_single_use()
+    connection = Connection(front)
+    call = {"name": "desk_refund_order", "arguments": {"order_id": "ORD-7002", "reason": "too small"}}
+    first = (await _send(connection, call))["result"]
+    round2 = {
+        **call,
+        "requestState": first["requestState"],
+        "inputResponses": accept(first["inputRequests"], {"full": True}),
+    }
+    second = (await _send(connection, round2))["result"]
+    round3 = {
+        **call,
+        "requestState": second["requestState"],
+        "inputResponses": accept(second["inputRequests"], {"restock": True}),
+    }
+
+    # The parent sealed these rounds: the desk served alone cannot open them.
+    alone = await _send(Connection(refund_desk.mcp), {**round3, "name": "refund_order"})
+    assert alone["error"] == FROZEN
+
+    receipt = (await _send(connection, round3))["result"]["structuredContent"]
+    assert receipt == {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
+    replayed = await _send(connection, round3)
+    assert replayed["error"] == FROZEN and "result" not in replayed

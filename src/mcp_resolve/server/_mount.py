@@ -83,12 +83,12 @@ def mount(
     seen: dict[Slot, Component] = {}
     for copy in copies:
         slot = slot_of(copy)
-        parent.registry.check_free(slot, joined.owner)
+        parent.registry.check_free(slot, joined)
         if slot in seen:
-            raise ValueError(f"{joined.owner} has two components named {slot[1]!r} once prefixed")
+            raise ValueError(f"{joined} has two components named {slot[1]!r} once prefixed")
         seen[slot] = copy
     for copy in copies:
-        parent.registry.file_mounted(copy, joined.owner)
+        parent.registry.file_mounted(copy, joined)
     if live:
         child.registry.watch(joined)
         child.notifications.forwards.append(joined.forward)
@@ -118,8 +118,10 @@ class Mount:
         self.prefix = prefix
         self.live = live
         what = "mounted" if live else "imported"
-        self.owner = f"{what} server {child.name!r}" + ("" if prefix is None else f" (prefix {prefix!r})")
-        """How errors name this mount."""
+        self.description = f"{what} server {child.name!r}" + (
+            "" if prefix is None else f" (prefix {prefix!r})"
+        )
+        """How errors name this mount (the registry tells mounts apart by identity, not by this)."""
         self.hide: dict[str | None, dict[str, Resolve]] = {}
         """Tool name (None: every tool) -> parameter -> the resolver that fills it."""
         for key, marker in hide.items():
@@ -128,6 +130,9 @@ class Mount:
             tool, _, parameter = key.rpartition(".")
             self.hide.setdefault(tool or None, {})[parameter] = marker
         self._vetted: tuple[Component, Component] | None = None
+
+    def __str__(self) -> str:
+        return self.description
 
     # -- names ---------------------------------------------------------------------------------
     def name(self, name: str) -> str:
@@ -197,18 +202,18 @@ class Mount:
     # -- following the mounted server (Registry's Watcher) --------------------------------------
     def vet(self, component: Component) -> None:
         copy = self.bridge(component)
-        self.parent.registry.check_free(slot_of(copy), self.owner)
+        self.parent.registry.check_free(slot_of(copy), self)
         self._vetted = (component, copy)
 
     def filed(self, component: Component) -> None:
         vetted, self._vetted = self._vetted, None
         copy = vetted[1] if vetted is not None and vetted[0] is component else self.bridge(component)
-        self.parent.registry.file_mounted(copy, self.owner)
+        self.parent.registry.file_mounted(copy, self)
 
     def removed(self, slot: Slot) -> None:
         kind, key = slot
         renamed = self.name(key) if kind in ("tool", "prompt") else self.uri(key)
-        self.parent.registry.unfile_mounted((kind, renamed), self.owner)
+        self.parent.registry.unfile_mounted((kind, renamed), self)
 
     async def forward(self, event: ServerEvent) -> None:
         """A change the mounted server announced, told to the parent's clients under the parent's names."""

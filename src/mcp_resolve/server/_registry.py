@@ -96,8 +96,8 @@ class Registry:
         self.completion_routes: list[CompletionRoute] = []
         """Where the completions of mounted prompts and templates go (`_mount`)."""
         self._watchers: list[Watcher] = []
-        self._owners: dict[Slot, str] = {}
-        """The slots a mount filed, and which mount (its description, for error messages)."""
+        self._owners: dict[Slot, object] = {}
+        """The slots a mount filed, and which mount (told apart by identity; `str()` names it in errors)."""
 
     # -- lookups -----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool | None:
@@ -189,26 +189,26 @@ class Registry:
     def unwatch(self, watcher: Watcher) -> None:
         self._watchers.remove(watcher)
 
-    def check_free(self, slot: Slot, owner: str) -> None:
+    def check_free(self, slot: Slot, owner: object) -> None:
         """Refuse (ValueError, naming both sides) a slot `owner` would take that is already someone else's."""
         if slot[1] not in self._table(slot):
             return
         held_by = self._owners.get(slot)
-        if held_by == owner:
+        if held_by is owner:
             return  # the mount replacing its own (its server re-registered the name)
-        side = held_by if held_by is not None else "this server's own"
+        side = str(held_by) if held_by is not None else "this server's own"
         raise ValueError(f"{_describe(slot)} from {owner} clashes with {side} {_describe(slot)}")
 
-    def file_mounted(self, component: Component, owner: str) -> None:
+    def file_mounted(self, component: Component, owner: object) -> None:
         """File a mount's copy of a component, after `check_free` said its slot is free."""
         slot = slot_of(component)
         self.check_free(slot, owner)
         self._owners[slot] = owner
         self._store(slot, component)
 
-    def unfile_mounted(self, slot: Slot, owner: str) -> None:
+    def unfile_mounted(self, slot: Slot, owner: object) -> None:
         """Remove what `owner` filed in `slot` (its server removed it); anything else there stays."""
-        if self._owners.get(slot) != owner:
+        if self._owners.get(slot) is not owner:
             return
         del self._owners[slot]
         self._table(slot).pop(slot[1], None)
