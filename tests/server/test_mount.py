@@ -17,7 +17,7 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel
 
-from mcp_resolve import Client, Context, Elicit, MCPServer, Resolve
+from mcp_resolve import CacheHint, Client, Context, Elicit, MCPServer, Resolve
 from mcp_resolve.cli._check import check
 from mcp_resolve.cli._graph import graph
 from mcp_resolve.protocol.jsonrpc import IncomingRequest
@@ -439,3 +439,39 @@ async def test_a_mounted_single_use_tool_is_claimed_once_through_the_parents_sea
     assert receipt == {"order_id": "ORD-7002", "reason": "too small", "cents": 4800, "restocked": True}
     replayed = await _send(connection, round3)
     assert replayed["error"] == FROZEN and "result" not in replayed
+
+
+async def test_a_mounted_task_tool_runs_as_a_task() -> None:
+    child = MCPServer("Jobs")
+
+    @child.tool(task_support="required")
+    async def crunch(n: int) -> int:
+        return n * 2
+
+    front = MCPServer("Front")
+    front.mount(child, prefix="jobs")
+    assert "io.modelcontextprotocol/tasks" in front.capabilities(modern=True)["extensions"]
+    async with Client(front) as client:
+        result = await client.call_tool("jobs_crunch", {"n": 21})
+    assert result.structured_content == {"result": 42}
+
+
+async def test_a_mounted_servers_read_hint_applies_to_its_resources() -> None:
+    child = MCPServer("Docs", cache_hints={"resources/read": CacheHint(ttl_ms=60_000, scope="public")})
+
+    @child.resource("docs://guide")
+    def guide() -> str:
+        return "read me"
+
+    front = MCPServer("Front")
+
+    @front.resource("docs://own")
+    def own() -> str:
+        return "mine"
+
+    front.mount(child, prefix="d")
+    async with Client(front) as client:
+        mounted = await client.request("resources/read", {"uri": "docs://d/guide"})
+        front_own = await client.request("resources/read", {"uri": "docs://own"})
+    assert (mounted["ttlMs"], mounted["cacheScope"]) == (60_000, "public")
+    assert (front_own["ttlMs"], front_own["cacheScope"]) == (0, "private")  # the front's default

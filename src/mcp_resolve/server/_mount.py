@@ -279,6 +279,17 @@ class Mount:
 
         return dump_result(await run_chain(middleware, request, call_next))
 
+    def read_hints(self, result: dict[str, Any], context: Context) -> dict[str, Any]:
+        """A read of the mounted server's resource, with its own `cache_hints["resources/read"]` if it set one.
+
+        Only on 2026-07-28, where results carry hints; without one the parent's apply, as for every
+        list (a list is the parent's, mixing every mount's components).
+        """
+        if "resources/read" not in self.child.cache_hints or not context.is_modern:
+            return result
+        ttl_ms, scope = self.child.cache_hint("resources/read")
+        return {**result, "ttlMs": ttl_ms, "cacheScope": scope}
+
     def _context(self, context: Context) -> Context:
         """The request as the mounted server's components see it: its own `lifespan_context`."""
         if self.child.lifespan_context is None and self.parent.lifespan_context is None:
@@ -388,7 +399,8 @@ class MountedResource(Resource):
 
     async def read(self, context: Context) -> dict[str, Any]:
         async def inner(params: dict[str, Any], context: Context) -> dict[str, Any]:
-            return _renamed_contents(await self.source.read(context), self.source.uri, self.uri)
+            read = await self.source.read(context)
+            return self.mount.read_hints(_renamed_contents(read, self.source.uri, self.uri), context)
 
         return await self.mount.serve("resources/read", {"uri": self.source.uri}, context, inner)
 
@@ -417,7 +429,8 @@ class MountedTemplate(ResourceTemplate):
         original = self.mount.original_uri(uri) or uri
 
         async def inner(params: dict[str, Any], context: Context) -> dict[str, Any]:
-            return _renamed_contents(await self.source.read(original, variables, context), original, uri)
+            read = await self.source.read(original, variables, context)
+            return self.mount.read_hints(_renamed_contents(read, original, uri), context)
 
         return await self.mount.serve("resources/read", {"uri": original}, context, inner)
 
