@@ -168,8 +168,13 @@ def test_bad_prefixes_and_self_mounts_are_refused() -> None:
     for prefix in ("", "a/b", 3):
         with pytest.raises(ValueError, match="prefix must be"):
             front.mount(ledger(), prefix=prefix)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="cannot mount itself"):
+    with pytest.raises(ValueError, match="'Front' cannot mount itself"):
         front.mount(front, prefix="me")
+    middle, inner = MCPServer("Middle"), MCPServer("Inner")
+    front.mount(middle, prefix="m")
+    middle.mount(inner, prefix="i")
+    with pytest.raises(ValueError, match="'Inner' cannot mount 'Front', which serves it already"):
+        inner.import_server(front, prefix="loop")
 
 
 @pytest.mark.parametrize(

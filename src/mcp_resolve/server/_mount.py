@@ -73,8 +73,9 @@ def mount(
     live: bool,
 ) -> Mount:
     """File `child`'s components in `parent` (all or none: a clash files nothing), and follow it if `live`."""
-    if child is parent:
-        raise ValueError("a server cannot mount itself")
+    if child.registry.reaches(parent.registry):
+        what = "itself" if child is parent else f"{child.name!r}, which serves it already"
+        raise ValueError(f"{parent.name!r} cannot mount {what}: a server mounted in itself never ends")
     if prefix is not None and (not isinstance(prefix, str) or not prefix or "/" in prefix):
         raise ValueError(f"prefix must be a non-empty string without '/', or None; got {prefix!r}")
     joined = Mount(parent, child, prefix, hide or {}, live=live)
@@ -92,6 +93,7 @@ def mount(
     if live:
         child.registry.watch(joined)
         child.notifications.forwards.append(joined.forward)
+    parent.registry.mounted.append(child.registry)
     parent.registry.completion_routes.append(joined)
     lifespan.companions.append(child.running)
     for method in sorted(child.served_methods() - parent.served_methods()):

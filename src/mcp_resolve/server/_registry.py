@@ -95,6 +95,8 @@ class Registry:
         """The `@mcp.completion()` handler, if one was registered."""
         self.completion_routes: list[CompletionRoute] = []
         """Where the completions of mounted prompts and templates go (`_mount`)."""
+        self.mounted: list[Registry] = []
+        """The registries of the servers mounted or imported here (so a mount that would make a cycle is refused)."""
         self._watchers: list[Watcher] = []
         self._owners: dict[Slot, object] = {}
         """The slots a mount filed, and which mount (told apart by identity; `str()` names it in errors)."""
@@ -188,6 +190,18 @@ class Registry:
 
     def unwatch(self, watcher: Watcher) -> None:
         self._watchers.remove(watcher)
+
+    def reaches(self, other: Registry) -> bool:
+        """Whether `other` is this registry or one mounted in it, at any depth."""
+        pending, seen = [self], set()
+        while pending:
+            registry = pending.pop()
+            if registry is other:
+                return True
+            if id(registry) not in seen:
+                seen.add(id(registry))
+                pending.extend(registry.mounted)
+        return False
 
     def check_free(self, slot: Slot, owner: object) -> None:
         """Refuse (ValueError, naming both sides) a slot `owner` would take that is already someone else's."""
