@@ -194,3 +194,28 @@ async def test_a_mounted_template_serves_only_safe_uris_under_its_prefix(uri: st
             await client.read_resource(uri)
         served = await client.read_resource("files://billing/docs/readme")
     assert served.contents[0].uri == "files://billing/docs/readme"
+
+
+def test_a_clash_further_up_refuses_the_whole_mount() -> None:
+    top, middle = MCPServer("Top"), MCPServer("Middle")
+    top.mount(middle, prefix="m")
+
+    @top.tool()
+    def m_c_x() -> str:
+        return "top's"
+
+    leaf = MCPServer("Leaf")
+
+    @leaf.tool()
+    def a() -> str:
+        return "leaf's"
+
+    @leaf.tool()
+    def x() -> str:
+        return "leaf's"
+
+    with pytest.raises(
+        ValueError, match=re.escape("tool 'm_c_x' from mounted server 'Middle' (prefix 'm') clashes")
+    ):
+        middle.mount(leaf, prefix="c")
+    assert not middle.registry.tools and list(top.registry.tools) == ["m_c_x"]  # nothing filed anywhere

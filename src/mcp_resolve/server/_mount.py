@@ -82,9 +82,10 @@ def mount(
     joined.check_hide()
     copies = [joined.bridge(component) for component in child.registry.components()]
     seen: dict[Slot, Component] = {}
-    for copy in copies:
+    for copy in copies:  # every name checked here and wherever the parent is mounted, before any is filed
         slot = slot_of(copy)
         parent.registry.check_free(slot, joined)
+        parent.registry.vet(copy)
         if slot in seen:
             raise ValueError(f"{joined} has two components named {slot[1]!r} once prefixed")
         seen[slot] = copy
@@ -205,6 +206,7 @@ class Mount:
     def vet(self, component: Component) -> None:
         copy = self.bridge(component)
         self.parent.registry.check_free(slot_of(copy), self)
+        self.parent.registry.vet(copy)  # and in every server the parent is mounted in
         self._vetted = (component, copy)
 
     def filed(self, component: Component) -> None:

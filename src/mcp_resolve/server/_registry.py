@@ -162,9 +162,13 @@ class Registry:
             raise ValueError(f"{_describe(slot)} is already served by {owner}: pick another name")
         self._store(slot, component)
 
-    def _store(self, slot: Slot, component: Component) -> None:
+    def vet(self, component: Component) -> None:
+        """Ask every watcher (each server this one is mounted in, and theirs) whether it would take `component`."""
         for watcher in list(self._watchers):
             watcher.vet(component)
+
+    def _store(self, slot: Slot, component: Component) -> None:
+        self.vet(component)
         kind, key = slot
         table = self._table(slot)
         self._warn_if_taken(
@@ -217,8 +221,10 @@ class Registry:
         """File a mount's copy of a component, after `check_free` said its slot is free."""
         slot = slot_of(component)
         self.check_free(slot, owner)
+        self._store(
+            slot, component
+        )  # may be refused by a server this one is mounted in: then nothing changed
         self._owners[slot] = owner
-        self._store(slot, component)
 
     def unfile_mounted(self, slot: Slot, owner: object) -> None:
         """Remove what `owner` filed in `slot` (its server removed it); anything else there stays."""
