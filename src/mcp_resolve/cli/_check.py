@@ -36,4 +36,7 @@ def check(server: MCPServer) -> str:
         )
     )
     summary = f"OK {server.name}: {kinds}, {len(resolvers)} resolver{'' if len(resolvers) == 1 else 's'}"
-    return f"{summary} ({len(carried)} carried across rounds)" if carried else summary
+    if carried:
+        summary = f"{summary} ({len(carried)} carried across rounds)"
+    hidden = sum(len(getattr(component, "hidden", ())) for component in components)  # mounts' `hide=`
+    return f"{summary}, {hidden} hidden parameter{'' if hidden == 1 else 's'}" if hidden else summary

@@ -113,7 +113,12 @@ def graph_text(components: Sequence[Component]) -> str:
         plans = component.signature.plans()
         head = f"{_label(component)}({', '.join(component.signature.argument_names)})"
         scopes = getattr(component, "scopes", ())
-        out.append(f"{head}  requires scopes: {' '.join(scopes)}" if scopes else head)
+        if scopes:
+            head = f"{head}  requires scopes: {' '.join(scopes)}"
+        hidden = getattr(
+            component, "hidden", ()
+        )  # a mounted tool's `hide=`: filled here, unseen by the model
+        out.append(f"{head}  hides: {', '.join(hidden)}" if hidden else head)
         if not plans:
             out.extend(["  no resolvers", ""])
             continue

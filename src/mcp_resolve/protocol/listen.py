@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +144,8 @@ class Notifications:
         self._pending: list[tuple[Connection, str, dict[str, Any]]] = []
         self._publishing = 0
         self._drainer: asyncio.Task[None] | None = None
+        self.forwards: list[Callable[[ServerEvent], Awaitable[None]]] = []
+        """Awaited with every event this server publishes: a mounted server's tell its parent's clients."""
         bus.subscribe(self._heard)
         on_lost = getattr(bus, "on_lost", None)
         if on_lost is not None:
@@ -162,6 +165,8 @@ class Notifications:
         finally:
             self._publishing -= 1
         await self._drain()
+        for forward in self.forwards:
+            await forward(event)
         return told
 
     def _heard(self, event: ServerEvent) -> None:

@@ -13,6 +13,8 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 - `_deployment`: what a deployment gives a server (keys, stores) and whether it can work at all;
 - `_direct`: `await mcp.call_tool(...)` in this process, with no client;
 - `_completion`: the `@mcp.completion()` handler;
+- `_mount`: `mount` and `import_server`, one server served through another (it files renamed copies in
+  the parent's registry and follows the mounted one through `Registry.watch`);
 - `hooks` (public): where the extensions built into every server (tasks) plug in; the core never imports them.
 """
 

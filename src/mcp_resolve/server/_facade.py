@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ..protocol.listen import Notifications
     from ..protocol.middleware import ServerMiddleware
     from ..protocol.session import Connection
+    from ..resolve.markers import Resolve
     from ..stores import RedisConnection
     from ..stores.bus import SubscriptionBus
     from ..stores.events import EventStore
@@ -455,6 +456,35 @@ class MCPServer:
 
         return register
 
+    def mount(
+        self, server: MCPServer, prefix: str | None = None, *, hide: Mapping[str, Resolve] | None = None
+    ) -> None:
+        """Serve everything `server` offers here too, live: what it registers later appears here.
+
+        Tools and prompts are named `prefix_name`, resources and templates
+        `scheme://prefix/path` (FastMCP's names); `prefix=None` keeps its names.
+        Its resolvers, `dependency_overrides`, middleware, lifespan (entered with
+        this server's), single-use tools and scopes keep working, and its
+        `notify_*` calls reach this server's clients. A name that would clash with
+        one served here is refused, now or when `server` registers it later.
+
+        `hide={"customer_id": Resolve(current_customer)}` takes the parameter
+        out of every mounted tool that has it (`"tool.param"` for one tool): it
+        leaves the input schema and this server's resolver graph fills it.
+        docs/bridges.md, "Composing servers".
+        """
+        from ._mount import mount
+
+        mount(self, self._lifespan, server, prefix, hide, live=True)
+
+    def import_server(
+        self, server: MCPServer, prefix: str | None = None, *, hide: Mapping[str, Resolve] | None = None
+    ) -> None:
+        """Serve here a copy of what `server` offers now (named as `mount` names it); later changes stay there."""
+        from ._mount import mount
+
+        mount(self, self._lifespan, server, prefix, hide, live=False)
+
     def on_roots_changed(self, fn: F) -> F:
         self._roots_changed = fn
         return fn
@@ -497,7 +527,7 @@ class MCPServer:
             "prompts": {"listChanged": True},
             "logging": {},
         }
-        if self.registry.completer is not None:
+        if self.registry.offers_completion():
             capabilities["completions"] = {}
         if modern and any(tool.task_support for tool in self.registry.tools.values()):
             capabilities["extensions"] = {"io.modelcontextprotocol/tasks": {}}

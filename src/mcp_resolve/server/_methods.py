@@ -193,7 +193,7 @@ async def get_prompt(server: MCPServer, params: dict[str, Any], context: Context
 
 
 async def complete(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    completer = server.registry.completer
+    completer, params = server.registry.completer_for(params)
     if completer is None:
         if not isinstance(params.get("ref"), dict) or not isinstance(params.get("argument"), dict):
             raise MCPError(INVALID_PARAMS, "Invalid params: completion/complete needs 'ref' and 'argument'")

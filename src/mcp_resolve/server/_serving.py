@@ -11,7 +11,7 @@ server never loads Starlette.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,6 +35,26 @@ class SharedLifespan:
         self.users = 0
         """Transports and connections inside `running()` now."""
         self._open: AbstractAsyncContextManager[Any] | None = None
+        self.companions: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
+        """Entered after the lifespan and left before it: the `running()` of each server mounted in this one."""
+        self._companions: AsyncExitStack | None = None
+
+    async def enter_companions(self) -> None:
+        stack = AsyncExitStack()
+        try:
+            for companion in self.companions:
+                await stack.enter_async_context(companion())
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()
+            raise
+        self._companions = stack
+
+    async def exit_companions(self) -> None:
+        stack, self._companions = self._companions, None
+        if stack is not None:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()
 
     async def enter(self, server: MCPServer) -> Any:
         """Enter the lifespan for `server`; what it yields is the server's `lifespan_context`."""
@@ -59,6 +79,14 @@ async def running(server: MCPServer, lifespan: SharedLifespan) -> AsyncIterator[
     """Run `lifespan` once however many transports or connections share `server`."""
     if lifespan.users == 0 and lifespan.fn is not None:
         server.lifespan_context = await lifespan.enter(server)
+    if lifespan.users == 0 and lifespan.companions:
+        try:
+            await lifespan.enter_companions()
+        except BaseException:
+            if lifespan.is_open:
+                await lifespan.exit()
+                server.lifespan_context = None
+            raise
     lifespan.users += 1
     try:
         yield server
@@ -72,6 +100,7 @@ async def _last_one_out(server: MCPServer, lifespan: SharedLifespan) -> None:
     """The last user left: stop the tasks, leave the lifespan, close what this event loop opened."""
     if server.task_support is not None:
         await server.task_support.shutdown()  # tasks running here stop, and their records say so
+    await lifespan.exit_companions()  # the servers mounted here leave their lifespans first
     if lifespan.is_open:
         await lifespan.exit()
         server.lifespan_context = None
