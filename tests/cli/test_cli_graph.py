@@ -191,7 +191,7 @@ def test_mermaid_itself_parses_the_refund_desk_graph(node_env: dict[str, str]) -
     assert {"tool refund_order", "tool receipt_lines", "tool restock", "model-facing arguments"} <= set(
         subgraphs
     )
-    arguments = [s for s in graph["subgraphs"] if s["id"] == "c0_args"][0]
+    arguments = next(s for s in graph["subgraphs"] if s["id"] == "c0_args")
     assert sorted(arguments["nodes"]) == ["c0_a_order_id", "c0_a_reason"]
     refund_edges = {(e["start"], e["end"], e["text"]) for e in graph["edges"] if e["start"].startswith("c0_")}
     assert refund_edges == {
