@@ -2,11 +2,13 @@
 
 Over HTTP, a supervisor process binds the port once and keeps the listening socket for its whole
 life; the server itself runs in a worker process that inherits that socket. On a change the
-supervisor first loads the file in a separate process: a syntax error, an `InvalidSignature` from
-registration or any other import error is printed there, and the running worker keeps serving
-the last good version until the file is fixed. A file that loads replaces the worker: the old one
-stops gracefully (requests in flight finish) and a new one starts on the same socket. Clients
-keep their URL: a connection that arrives during the swap waits in the socket's backlog.
+supervisor starts a new worker, which loads the file and says so before it serves anything. A
+file that does not load (a syntax error, an `InvalidSignature` from registration, any other import
+error) is reported by that worker, which exits, and the running worker keeps serving the last
+good version until the file is fixed. A file that loads replaces the running worker: the old one
+stops gracefully (requests in flight finish), then the new one, already loaded, serves on the same
+socket. Clients keep their URL: a connection that arrives during the swap waits in the socket's
+backlog.
 
 A fresh process per version, rather than re-importing in place behind a stable ASGI shim, is the
 choice because a process loads the edited file and every module beside it afresh, with no stale
@@ -132,31 +134,55 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _start_worker(sock: socket.socket, settings: dict[str, Any]) -> subprocess.Popen[bytes] | None:
-    """A worker serving on `sock`, once it says it is serving; None if it could not load the file."""
-    ready_read, ready_write = os.pipe()
-    worker_env = {
-        **os.environ,
-        RELOAD_WORKER_ENV: json.dumps({**settings, "fd": sock.fileno(), "ready": ready_write}),
-    }
-    command = [sys.executable, "-c", "from mcp_resolve.cli._reload import reload_worker; reload_worker()"]
-    try:
-        process = subprocess.Popen(
-            command, env=worker_env, pass_fds=(sock.fileno(), ready_write), stdin=subprocess.DEVNULL
-        )
-    finally:
-        os.close(ready_write)
-    try:
-        readable, _, _ = select.select([ready_read], [], [], START_TIMEOUT)
-        said = os.read(ready_read, 1) if readable else b""
-    finally:
-        os.close(ready_read)
-    if said == b"1":
-        return process
-    if not readable:  # neither serving nor gone within the deadline
-        _say(f"the server did not start within {START_TIMEOUT:.0f} s; stopping it")
-    _stop(process)
-    return None
+class _Worker:
+    """A worker process and its two pipes: it says `L` once the file is loaded and `1` once serving;
+    it is told `1` (go) to start serving, or sees the pipe close and ends unused."""
+
+    def __init__(self, sock: socket.socket, settings: dict[str, Any]) -> None:
+        self.said, ready_write = os.pipe()
+        go_read, self.go = os.pipe()
+        handed = {**settings, "fd": sock.fileno(), "ready": ready_write, "go": go_read}
+        command = [sys.executable, "-c", "from mcp_resolve.cli._reload import reload_worker; reload_worker()"]
+        try:
+            self.process = subprocess.Popen(
+                command,
+                env={**os.environ, RELOAD_WORKER_ENV: json.dumps(handed)},
+                pass_fds=(sock.fileno(), ready_write, go_read),
+                stdin=subprocess.DEVNULL,
+            )
+        finally:
+            os.close(ready_write)
+            os.close(go_read)
+
+    def hears(self, expected: bytes) -> bool:
+        readable, _, _ = select.select([self.said], [], [], START_TIMEOUT)
+        if not readable:  # neither there nor gone within the deadline
+            _say(f"the server did not start within {START_TIMEOUT:.0f} s; stopping it")
+            return False
+        return os.read(self.said, 1) == expected
+
+    def loaded(self) -> bool:
+        """Whether the file loaded (else the worker has said why on stderr, and is stopped)."""
+        if self.hears(b"L"):
+            return True
+        self.stop()
+        return False
+
+    def serving(self) -> bool:
+        """Tell the loaded worker to serve; whether it is serving."""
+        os.write(self.go, b"1")
+        if self.hears(b"1"):
+            return True
+        self.stop()
+        return False
+
+    def stop(self) -> None:
+        for fd in (self.said, self.go):
+            try:
+                os.close(fd)
+            except OSError:
+                pass  # closed already
+        _stop(self.process)
 
 
 def _interrupt(_signal: int, _frame: Any) -> None:
@@ -197,25 +223,28 @@ def reload_http(
         "trusted_proxies": trusted_proxies,
     }
     signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: the worker is stopped too
-    worker = _start_worker(sock, settings)
+    first = _Worker(sock, settings)
+    worker = first if first.loaded() and first.serving() else None
     _say(f"serving {target}" if worker else f"{target} did not start; waiting for a fix")
     try:
         while (changed := changes.next()) is not None:
             _say(f"{', '.join(changed)} changed; loading it")
-            if not _loads(target):
+            fresh = _Worker(sock, settings)
+            if not fresh.loaded():
                 kept = "the last good server keeps serving" if worker else "waiting for a fix"
                 _say(f"the change did not load (above); {kept}")
                 continue
+            # Loaded: the old worker stops before the new one serves, so the two never serve side by side.
             if worker is not None:
-                _stop(worker)
-            worker = _start_worker(sock, settings)
+                worker.stop()
+            worker = fresh if fresh.serving() else None
             _say(f"reloaded {target}" if worker else f"{target} did not start; waiting for a fix")
     except KeyboardInterrupt:
         pass
     finally:
         changes.stop.set()
         if worker is not None:
-            _stop(worker)
+            worker.stop()
         sock.close()
     return 0
 
@@ -237,7 +266,8 @@ def _show_load_error(exc: BaseException, served: Path) -> None:
 
 
 def reload_worker() -> None:
-    """One `--reload` worker: load the file, serve it on the supervisor's socket, say when serving."""
+    """One `--reload` worker: load the file and say so, then, once told to, serve it on the supervisor's
+    socket and say when serving."""
     import asyncio
 
     import uvicorn
@@ -248,7 +278,7 @@ def reload_worker() -> None:
     from ._target import load_server
 
     settings = json.loads(os.environ.pop(RELOAD_WORKER_ENV))
-    ready = settings["ready"]
+    ready, go = settings["ready"], settings["go"]
     level = configure_logging(settings["log_level"])
     try:
         server = load_server(settings["target"])
@@ -259,6 +289,10 @@ def reload_worker() -> None:
     except BaseException as exc:
         _show_load_error(exc, split_target(settings["target"])[0])
         sys.exit(1)
+    os.write(ready, b"L")
+    if os.read(go, 1) != b"1":  # the supervisor is ending, or chose another worker
+        sys.exit(0)
+    os.close(go)
     config = uvicorn.Config(
         app,
         log_level=level.lower() if level in LEVELS else "info",
