@@ -44,7 +44,7 @@ import sys
 import threading
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ._target import CLIError, absolute_target, split_target
 
@@ -273,8 +273,8 @@ def reload_worker() -> None:
     import uvicorn
 
     from .._logs import configure_logging
+    from ..settings import LogLevel
     from ..transports.http import ServerLimits, default_allowed_hosts, uvicorn_options
-    from ._run import LEVELS
     from ._target import load_server
 
     settings = json.loads(os.environ.pop(RELOAD_WORKER_ENV))
@@ -295,7 +295,7 @@ def reload_worker() -> None:
     os.close(go)
     config = uvicorn.Config(
         app,
-        log_level=level.lower() if level in LEVELS else "info",
+        log_level=level.lower() if level in get_args(LogLevel) else "info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
         **uvicorn_options(ServerLimits(), trusted_proxies=settings["trusted_proxies"]),
     )
