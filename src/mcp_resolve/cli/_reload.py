@@ -223,10 +223,11 @@ def reload_http(
         "trusted_proxies": trusted_proxies,
     }
     signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: the worker is stopped too
-    first = _Worker(sock, settings)
-    worker = first if first.loaded() and first.serving() else None
-    _say(f"serving {target}" if worker else f"{target} did not start; waiting for a fix")
+    worker: _Worker | None = None
     try:
+        first = _Worker(sock, settings)
+        worker = first if first.loaded() and first.serving() else None
+        _say(f"serving {target}" if worker else f"{target} did not start; waiting for a fix")
         while (changed := changes.next()) is not None:
             _say(f"{', '.join(changed)} changed; loading it")
             fresh = _Worker(sock, settings)
