@@ -80,8 +80,9 @@ def write(path: Path, *parts: str) -> None:
     path.write_text("".join(textwrap.dedent(part) for part in parts))
 
 
-async def eventually(check: Callable[[], Any], what: str, seconds: float = 60) -> Any:
-    """Poll `check` (sync or async) until it returns something truthy; fail naming `what` after `seconds`."""
+async def eventually(check: Callable[[], Any], what: str, log: Path, seconds: float = 60) -> Any:
+    """Poll `check` (sync or async) until it returns something truthy; fail naming `what` (and showing the
+    server's stderr, `log`) after `seconds`."""
     with anyio.move_on_after(seconds):
         while True:
             found = check()
@@ -90,7 +91,7 @@ async def eventually(check: Callable[[], Any], what: str, seconds: float = 60) -
             if found:
                 return found
             await anyio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}; the server said:\n{log.read_text()[-4000:]}")
 
 
 @pytest.mark.anyio
@@ -115,7 +116,7 @@ async def test_http_reload_serves_a_new_tool_to_the_same_client_and_keeps_the_la
         return log.read_text().count(text) >= times
 
     try:
-        await eventually(lambda: said("mcp-resolve --reload: serving"), "the first server")
+        await eventually(lambda: said("mcp-resolve --reload: serving"), "the first server", log)
         async with Client(url, mode="2026-07-28") as client:
 
             async def tools() -> list[str]:
@@ -123,17 +124,19 @@ async def test_http_reload_serves_a_new_tool_to_the_same_client_and_keeps_the_la
 
             assert await tools() == ["hello"]
             write(served, HELLO, BYE)
-            await eventually(lambda: _has(tools, "bye"), "bye to appear")
+            await eventually(lambda: _has(tools, "bye"), "bye to appear", log)
             result = await client.call_tool("bye", {"name": "Ada"})
             assert result.structured_content == {"result": "bye Ada"}
 
             # A module beside the served file is watched and loaded afresh too.
             write(tmp_path / "texts.py", 'GREETING = "bonjour"\n')
-            await eventually(lambda: _greets(client, "bonjour Ada"), "the new greeting")
+            await eventually(lambda: _greets(client, "bonjour Ada"), "the new greeting", log)
 
             # A syntax error: shown with its place, and the last good server keeps answering.
             write(served, HELLO, BYE, SYNTAX_ERROR)
-            await eventually(lambda: said("the last good server keeps serving"), "the broken edit's report")
+            await eventually(
+                lambda: said("the last good server keeps serving"), "the broken edit's report", log
+            )
             text = log.read_text()
             assert f'File "{served.resolve()}", line' in text and "SyntaxError: invalid syntax" in text
             result = await client.call_tool("bye", {"name": "still"})
@@ -141,16 +144,18 @@ async def test_http_reload_serves_a_new_tool_to_the_same_client_and_keeps_the_la
 
             # A graph registration refuses (InvalidSignature): the same.
             write(served, HELLO, BYE, CYCLE)
-            await eventually(lambda: said("the last good server keeps serving", 2), "the bad graph's report")
+            await eventually(
+                lambda: said("the last good server keeps serving", 2), "the bad graph's report", log
+            )
             assert "InvalidSignature: " in log.read_text()
             assert await tools() == ["bye", "hello"]
 
             # Fixed: served again, from the same client and URL.
             write(served, HELLO, BYE, THIRD)
-            await eventually(lambda: _has(tools, "third"), "third to appear")
+            await eventually(lambda: _has(tools, "third"), "third to appear", log)
             result = await client.call_tool("third", {})
             assert result.structured_content == {"result": "third"}
-        assert "Traceback" not in log.read_text()
+        assert "Traceback" not in log.read_text(), log.read_text()
     finally:
         process.terminate()
         with anyio.move_on_after(20):
@@ -220,7 +225,7 @@ async def test_stdio_reload_keeps_serving_a_broken_edit_and_ends_on_a_good_one(t
 
         write(served, HELLO, SYNTAX_ERROR)
         await eventually(
-            lambda: "the running server keeps serving" in log.read_text(), "the broken edit's report"
+            lambda: "the running server keeps serving" in log.read_text(), "the broken edit's report", log
         )
         assert "SyntaxError: invalid syntax" in log.read_text()
         called = await ask(3, "tools/call", {"name": "hello", "arguments": {"name": "Ada"}})
@@ -292,6 +297,14 @@ def test_reload_without_watchfiles_says_what_to_install(tmp_path: Path) -> None:
     done = cli("run", str(REFUND_DESK), "--http", "--reload", env={"PYTHONPATH": pythonpath})
     assert done.returncode == 1
     assert "pip install 'mcp-resolve[reload]'" in done.stderr and "Traceback" not in done.stderr
+    # dev --reload says so before it opens an Inspector on a URL nothing would serve.
+    fake = tmp_path / "npx"
+    fake.write_text(f"#!{PYTHON}\nopen({str(tmp_path / 'called')!r}, 'w').write('yes')\n")
+    fake.chmod(0o755)
+    path = f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = cli("dev", str(REFUND_DESK), "--reload", env={"PYTHONPATH": pythonpath, "PATH": path})
+    assert done.returncode == 1 and "pip install 'mcp-resolve[reload]'" in done.stderr
+    assert not (tmp_path / "called").exists()
 
 
 def test_reload_serves_one_process_at_a_time() -> None:

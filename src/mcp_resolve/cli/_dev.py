@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+from ._reload import require_watchfiles
 from ._target import absolute_target
 
 __all__ = ["INSPECTOR", "NO_NPX", "dev", "dev_reload"]
@@ -53,6 +54,7 @@ def dev_reload(spec: str, *, port: int) -> int:
     if npx is None:
         print(NO_NPX.format(target=f"--http --reload {spec}"), file=sys.stderr)
         return 1
+    require_watchfiles()  # before the Inspector starts: without watchfiles, nothing would serve its URL
     url = f"http://127.0.0.1:{port}/mcp"
     serve = [sys.executable, "-m", "mcp_resolve", "run", absolute_target(spec), "--http", "--reload"]
     serve += ["--host", "127.0.0.1", "--port", str(port)]

@@ -48,7 +48,15 @@ from typing import Any, get_args
 
 from ._target import CLIError, absolute_target, split_target
 
-__all__ = ["NO_WATCHFILES", "RELOAD_WORKER_ENV", "load_check", "reload_http", "reload_stdio", "reload_worker"]
+__all__ = [
+    "NO_WATCHFILES",
+    "RELOAD_WORKER_ENV",
+    "load_check",
+    "require_watchfiles",
+    "reload_http",
+    "reload_stdio",
+    "reload_worker",
+]
 
 RELOAD_WORKER_ENV = "MCP_RESOLVE_RELOAD_WORKER"
 NO_WATCHFILES = (
@@ -63,7 +71,8 @@ GRACEFUL_SHUTDOWN = 2
 """Seconds uvicorn gives open streams (a GET stream, a long call) to end when a worker is replaced."""
 
 
-def _watchfiles() -> Any:
+def require_watchfiles() -> Any:
+    """The watchfiles module; `CLIError` saying what to install when it is absent."""
     try:
         import watchfiles
     except ImportError:
@@ -93,7 +102,7 @@ class _Changes:
         self.folder, wanted = _watched(target)
         self.stop = threading.Event()
         self.batches: queue.Queue[list[str]] = queue.Queue()
-        watching = _watchfiles().watch(
+        watching = require_watchfiles().watch(
             self.folder, watch_filter=wanted, stop_event=self.stop, recursive=False, raise_interrupt=False
         )
         self.ready = threading.Event()
