@@ -310,3 +310,41 @@ def test_reload_without_watchfiles_says_what_to_install(tmp_path: Path) -> None:
 def test_reload_serves_one_process_at_a_time() -> None:
     done = cli("run", str(REFUND_DESK), "--http", "--reload", "--workers", "2")
     assert done.returncode == 1 and "--reload serves one worker at a time" in done.stderr
+
+
+@pytest.mark.anyio
+async def test_http_reload_worker_never_outlives_its_supervisor(tmp_path: Path) -> None:
+    """Killed outright (SIGKILL: no cleanup runs), the supervisor still takes its worker with it: the port closes."""
+    served = tmp_path / "server.py"
+    write(tmp_path / "texts.py", 'GREETING = "hello"\n')
+    write(served, HELLO)
+    log = tmp_path / "stderr.log"
+    port = free_port()
+    with log.open("wb") as stderr:
+        process = await anyio.open_process(
+            [*CLI, "run", str(served), "--http", "--port", str(port), "--reload"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        await eventually(lambda: "mcp-resolve --reload: serving" in log.read_text(), "the first server", log)
+        async with Client(f"http://127.0.0.1:{port}/mcp", mode="2026-07-28") as client:
+            assert (await client.call_tool("hello", {"name": "Ada"})).structured_content == {
+                "result": "hello Ada"
+            }
+        process.kill()
+        await process.wait()
+
+        async def refused() -> bool:
+            try:
+                await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+            except OSError:
+                return True
+            return False
+
+        await eventually(refused, "the orphaned worker to stop listening", log, seconds=30)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

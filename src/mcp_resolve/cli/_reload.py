@@ -232,10 +232,11 @@ def reload_http(
         "trusted_proxies": trusted_proxies,
     }
     signal.signal(signal.SIGTERM, _interrupt)  # stopped like Ctrl-C: the worker is stopped too
-    worker: _Worker | None = None
+    worker: _Worker | None = None  # the one serving
+    fresh: _Worker | None = None  # the one starting, stopped too if serving ends while it starts
     try:
-        first = _Worker(sock, settings)
-        worker = first if first.loaded() and first.serving() else None
+        fresh = _Worker(sock, settings)
+        worker, fresh = (fresh if fresh.loaded() and fresh.serving() else None), None
         _say(f"serving {target}" if worker else f"{target} did not start; waiting for a fix")
         while (changed := changes.next()) is not None:
             _say(f"{', '.join(changed)} changed; loading it")
@@ -243,18 +244,20 @@ def reload_http(
             if not fresh.loaded():
                 kept = "the last good server keeps serving" if worker else "waiting for a fix"
                 _say(f"the change did not load (above); {kept}")
+                fresh = None
                 continue
             # Loaded: the old worker stops before the new one serves, so the two never serve side by side.
             if worker is not None:
                 worker.stop()
-            worker = fresh if fresh.serving() else None
+            worker, fresh = (fresh if fresh.serving() else None), None
             _say(f"reloaded {target}" if worker else f"{target} did not start; waiting for a fix")
     except KeyboardInterrupt:
         pass
     finally:
         changes.stop.set()
-        if worker is not None:
-            worker.stop()
+        for started in (fresh, worker):
+            if started is not None:
+                started.stop()
         sock.close()
     return 0
 
@@ -302,7 +305,6 @@ def reload_worker() -> None:
     os.write(ready, b"L")
     if os.read(go, 1) != b"1":  # the supervisor is ending, or chose another worker
         sys.exit(0)
-    os.close(go)
     config = uvicorn.Config(
         app,
         log_level=level.lower() if level in get_args(LogLevel) else "info",
@@ -312,7 +314,15 @@ def reload_worker() -> None:
     served = uvicorn.Server(config)
     sock = socket.socket(fileno=settings["fd"])
 
+    def supervisor_gone() -> None:
+        # The go pipe closes when the supervisor stops this worker or dies (even by SIGKILL): never
+        # outlive it, holding the port.
+        if not os.read(go, 1):
+            asyncio.get_running_loop().remove_reader(go)
+            served.should_exit = True
+
     async def serve() -> None:
+        asyncio.get_running_loop().add_reader(go, supervisor_gone)
         task = asyncio.ensure_future(served.serve(sockets=[sock]))
         while not served.started and not task.done():
             await asyncio.sleep(0.01)
