@@ -28,15 +28,17 @@ $(NODE_STAMP): conformance/package.json conformance/package-lock.json
 	touch $(NODE_STAMP)
 
 # The Node clients the interop tests drive (TypeScript client 2.x, MCP Inspector CLI, Node 22), and the
-# identity provider (oidc-provider) the OAuth proxy's tests and `make demo` sign in at.
+# identity provider (oidc-provider) the OAuth proxy's tests and `make demo` sign in at, and Mermaid (with
+# jsdom for its DOMPurify) that parses `graph --format mermaid` in tests/cli/test_cli_graph.py.
 $(CLIENTS_NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CLIENTS_NODE_STAMP)
 
-# The real Redis and nginx the fleet tests start, Graphviz for `make pictures`, and the Chromium the
-# browser tests drive through Playwright (tests/browser_helpers.py; Playwright's own browser download
-# is not used), all Debian's packages, installed where missing: from the package lists the machine
-# has, else after refreshing them. As root, or through sudo. Checked again when this file changes.
+# The real Redis and nginx the fleet tests start, Graphviz for `make pictures` and the tests of
+# `graph --format svg`, and the Chromium the browser tests drive through Playwright
+# (tests/browser_helpers.py; Playwright's own browser download is not used), all Debian's packages,
+# installed where missing: from the package lists the machine has, else after refreshing them. As
+# root, or through sudo. Checked again when this file changes.
 $(SYSTEM_STAMP): Makefile | $(PY)
 	@if ! command -v redis-server >/dev/null 2>&1 || ! { command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; } \
 	  || ! command -v dot >/dev/null 2>&1 || ! test -x /usr/bin/chromium; then \

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from node_helpers import INSPECTOR, NODE_BIN, NODE_DIR, TS_CLIENT
+from node_helpers import INSPECTOR, MERMAID, NODE_BIN, NODE_DIR, TS_CLIENT
 
 TESTS = Path(__file__).resolve().parent
 """tests/: the shared helpers and tests/servers, wherever in its folders a test module sits."""
@@ -74,7 +74,7 @@ def node_env() -> dict[str, str]:
     """An environment whose PATH starts with the repo-local Node 22, installing it first if needed."""
     if shutil.which("node") is None and not (NODE_BIN / "node").exists():
         pytest.skip("node is not installed: the Node client tests need Node.js and npm on PATH")
-    if not (INSPECTOR.exists() and TS_CLIENT.exists() and (NODE_BIN / "node").exists()):
+    if not (INSPECTOR.exists() and TS_CLIENT.exists() and MERMAID.exists() and (NODE_BIN / "node").exists()):
         npm = shutil.which("npm")
         if npm is None:
             pytest.skip("npm is not installed: cannot install tests/node (npm ci)")

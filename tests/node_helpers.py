@@ -23,3 +23,4 @@ INSPECTOR = (
     / "index.js"
 )
 TS_CLIENT = NODE_DIR / "node_modules" / "@modelcontextprotocol" / "client" / "package.json"
+MERMAID = NODE_DIR / "node_modules" / "mermaid" / "package.json"

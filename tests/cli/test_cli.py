@@ -171,7 +171,8 @@ def test_graph_mermaid_draws_the_same_edges() -> None:
     assert '    c0_r0 -->|"customer"| c0_r1' in out
     assert '    c0_r2 -->|"scope"| c0_r3' in out
     assert '    c0_r4 -->|"restock (full outcome)"| c0_body' in out
-    assert out.count("-->") == 10
+    assert '      c0_a_reason(["reason"])' in out and '    c0_a_reason -->|"reason"| c0_body' in out
+    assert out.count("-->") == 12
 
 
 def test_graph_dot_draws_the_same_graph_for_graphviz() -> None:
@@ -181,10 +182,11 @@ def test_graph_dot_draws_the_same_graph_for_graphviz() -> None:
     assert out.startswith("digraph resolvers {\n") and out.endswith("}\n")
     assert '    label="tool refund_order";' in out
     assert (
-        '    c0_r2 [label="refund_scope\\nasks the person: Elicit[Scope]", shape=hexagon, style=""];' in out
+        '    c0_r2 [label="refund_scope\\nasks the person: Elicit[Scope]", shape=hexagon, fillcolor="#fff2cc", '
+        'style="filled"];' in out
     )
     assert '    c0_r1 [label="load_order"];' in out
-    assert '    c0_a_order_id [label="order_id", shape=ellipse, style=""];' in out
+    assert '      c0_a_order_id [label="order_id", shape=ellipse, style=""];' in out
     edges = [line.strip() for line in out.splitlines() if " -> " in line]
     assert edges == [
         'c0_ctx -> c0_r0 [label="ctx"];',
@@ -197,6 +199,8 @@ def test_graph_dot_draws_the_same_graph_for_graphviz() -> None:
         'c0_r2 -> c0_r4 [label="scope"];',
         'c0_r3 -> c0_body [label="cents"];',
         'c0_r4 -> c0_body [label="restock (full outcome)"];',
+        'c0_a_order_id -> c0_body [label="order_id"];',
+        'c0_a_reason -> c0_body [label="reason"];',
     ]
 
 

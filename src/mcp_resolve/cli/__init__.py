@@ -9,7 +9,8 @@ before anything is served.
 This module parses the command line and dispatches; each command lives in its
 own private module: `_target` (finding the server), `_run`, `_check`, `_graph`
 (building and drawing the graphs, also used by the docs' pictures), `_dev` and `_apps_dev`
-(`dev --apps`: a local MCP Apps host page).
+(`dev --apps`: a local MCP Apps host page), `_reload` (`--reload`: a new server process per version of
+the file, behind one listening socket).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from ..errors import InvalidSignature
 from ..settings import InvalidSetting
 from ._apps_dev import dev_apps
 from ._check import check
-from ._dev import INSPECTOR, NO_NPX, dev
-from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_text, question_of
+from ._dev import INSPECTOR, NO_NPX, dev, dev_reload
+from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_svg, graph_text, question_of
 from ._run import LEVELS, WORKER_APP_ENV, serve, worker_app
 from ._target import CLIError, import_file, load_server, split_target
 
@@ -40,6 +41,7 @@ __all__ = [
     "check",
     "graph_dot",
     "graph_mermaid",
+    "graph_svg",
     "graph_text",
     "import_file",
     "load_server",
@@ -48,6 +50,12 @@ __all__ = [
     "split_target",
     "worker_app",
 ]
+
+
+RELOAD_HELP = (
+    "serve again when the file or a .py file beside it changes (needs watchfiles: mcp-resolve[reload]); "
+    "over HTTP on the same port, over stdio by ending the server so the client restarts it"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="HTTP worker processes (default 1); more than one needs shared keys in MCP_RESOLVE_STATE_KEYS "
         "and, for single_use tools, shared claims (MCP_RESOLVE_REDIS_URL)",
     )
+    run.add_argument("--reload", action="store_true", help=RELOAD_HELP)
 
     check_cmd = commands.add_parser("check", help="import the server and analyse every resolver graph")
     check_cmd.add_argument("target", metavar="FILE[:OBJECT]", help=target_help)
@@ -107,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--format",
         choices=FORMATS,
         default="text",
-        help="text (default), mermaid (a Mermaid flowchart) or dot (Graphviz: pipe it to `dot -Tsvg`)",
+        help="text (default), mermaid (a Mermaid flowchart), dot (Graphviz's source) or svg (drawn by "
+        "Graphviz's `dot`, which must be on PATH)",
     )
 
     dev = commands.add_parser(
@@ -119,7 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve the server on HTTP with a local MCP Apps host page that renders its views",
     )
-    dev.add_argument("--port", type=int, default=8000, help="--apps: the loopback port (default 8000)")
+    dev.add_argument(
+        "--reload",
+        action="store_true",
+        help="serve over HTTP on loopback, reloading on change, and point the Inspector at its URL",
+    )
+    dev.add_argument(
+        "--port", type=int, default=8000, help="--apps, --reload: the loopback port (default 8000)"
+    )
     return parser
 
 
@@ -130,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.apps:
                 return dev_apps(args.target, port=args.port)
             load_server(args.target)  # fail here, readably, rather than inside the Inspector
-            return dev(args.target)
+            return dev_reload(args.target, port=args.port) if args.reload else dev(args.target)
         server = load_server(args.target)
         if args.command == "run":
             return serve(
@@ -144,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 allowed_origins=args.allowed_origins,
                 log_level=args.log_level,
                 workers=args.workers,
+                reload=args.reload,
             )
         if args.command == "check":
             print(check(server))

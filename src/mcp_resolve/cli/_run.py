@@ -3,7 +3,8 @@
 Options given on the command line win, then the server's own arguments, then the environment
 (`MCP_RESOLVE_*`, `mcp_resolve.settings`). With `--workers N`, uvicorn starts each worker by
 importing `worker_app`, which loads the same file: the parent hands the workers what it was given
-in `MCP_RESOLVE_WORKER_APP`.
+in `MCP_RESOLVE_WORKER_APP`. With `--reload`, `_reload` serves instead: a new process per version
+of the file.
 """
 
 from __future__ import annotations
@@ -38,15 +39,22 @@ def serve(
     allowed_origins: list[str] | None = None,
     log_level: str | None = None,
     workers: int = 1,
+    reload: bool = False,
 ) -> int:
     """Serve `server` (loaded from `target`) until stopped; the command's exit status."""
     # Options given on the command line win, then the server's own arguments, then the environment.
     level = log_level or server.log_level
     settings = load_settings(log_level=level)
     configure_logging(settings.log_level)  # before the first warning (the key check below) is logged
+    if reload and workers != 1:
+        raise CLIError("--reload serves one worker at a time: leave out --workers")
     if not http:
         if workers != 1:
             raise CLIError("--workers needs --http (stdio is one process talking to one client)")
+        if reload:
+            from ._reload import reload_stdio
+
+            return reload_stdio(target, log_level=log_level)
         server.run(log_level=level)
         return 0
     try:
@@ -60,6 +68,19 @@ def serve(
     origins = allowed_origins or settings.allowed_origins
     shown_host = f"[{host}]" if ":" in host else host
     print(f"MCP endpoint: http://{shown_host}:{port}{path}", file=sys.stderr, flush=True)
+    if reload:
+        from ._reload import reload_http
+
+        return reload_http(
+            target,
+            host=host,
+            port=port,
+            path=path,
+            hosts=hosts,
+            origins=origins,
+            log_level=settings.log_level,
+            trusted_proxies=settings.trusted_proxies,
+        )
     if workers == 1:
         server.run(
             transport="streamable-http",
