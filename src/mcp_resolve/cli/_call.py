@@ -104,8 +104,9 @@ def parse_arguments(tool: dict[str, Any], words: list[str]) -> tuple[dict[str, A
     return arguments, notes
 
 
-async def call_tool(connection: Connection, tool_name: str, words: list[str], *, as_json: bool) -> int:
-    terminal = Terminal(sampling_model=connection.sampling_model)
+async def call_tool(
+    connection: Connection, terminal: Terminal, tool_name: str, words: list[str], *, as_json: bool
+) -> int:
     errors = console(stderr=True)
     async with connection.client(terminal) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}

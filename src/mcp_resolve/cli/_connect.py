@@ -1,7 +1,7 @@
 """What `list` and `call` connect to: SERVER as a file, a URL, or `-- command args`, through our Client.
 
-A server file is run the way a client would run it, as a stdio child (`python -m mcp_resolve run
-FILE`), so what `call` shows is what Claude or Cursor would get. A URL is Streamable HTTP; with
+A server file is run the way a client would run it, as a stdio child (`mcp-resolve run FILE` on
+this interpreter), so what `call` shows is what Claude or Cursor would get. A URL is Streamable HTTP; with
 `--oauth` the Client's browser sign-in runs, and its tokens are cached per server in a file of
 their own (mode 0600) under the user's cache folder, so the next call does not sign in again.
 """
@@ -22,6 +22,12 @@ from ._terminal import Terminal
 __all__ = ["Connection", "is_url", "token_cache"]
 
 PROTOCOLS = ("auto", "legacy", "2026-07-28")
+SHIELDED = (
+    "import signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+    "from mcp_resolve.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+"""`mcp-resolve ARGS` for the server child, deaf to the terminal's Ctrl-C: the person's Ctrl-C is for
+`call`, which then closes the child's stdin, and the child ends as a stdio server does."""
 
 
 def is_url(server: str) -> bool:
@@ -60,7 +66,7 @@ class Connection:
         path, _ = split_target(self.server)
         if not path.is_file():
             raise CLIError(f"no such file: {path} (SERVER is a file, a URL, or `-- command args`)")
-        return [sys.executable, "-m", "mcp_resolve", "run", absolute_target(self.server)]
+        return [sys.executable, "-c", SHIELDED, "run", absolute_target(self.server)]
 
     def client(self, terminal: Terminal) -> Client:
         target = self.target()

@@ -116,8 +116,7 @@ def render(listing: dict[str, Any], resolved: dict[str, list[str]]) -> None:
             out.print(line)
 
 
-async def list_server(connection: Connection, *, as_json: bool) -> int:
-    terminal = Terminal(sampling_model=connection.sampling_model)
+async def list_server(connection: Connection, terminal: Terminal, *, as_json: bool) -> int:
     resolved = resolved_parameters(connection.server) if not connection.command else {}
     listing = await gather(connection, terminal)
     if as_json:

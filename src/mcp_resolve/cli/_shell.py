@@ -8,11 +8,19 @@ command modules are imported only when their command runs: `run` never loads the
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
 import sys
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ..errors import InvalidSignature, MCPError
 from ._target import CLIError
+
+if TYPE_CHECKING:
+    from ._terminal import Terminal
 
 __all__ = ["SHELL_COMMANDS", "add_shell_commands", "run_shell_command", "split_command"]
 
@@ -151,11 +159,9 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _client_command(args: argparse.Namespace, command: list[str] | None) -> int:
-    import anyio
-
     from ._connect import Connection
     from ._install import pairs
-    from ._terminal import require_rich
+    from ._terminal import Terminal, require_rich
 
     require_rich()
     if args.command == "list":
@@ -179,10 +185,41 @@ def _client_command(args: argparse.Namespace, command: list[str] | None) -> int:
         sampling_model=args.sampling_model,
         timeout=args.timeout,
     )
+    terminal = Terminal(sampling_model=connection.sampling_model)
     if args.command == "list":
         from ._list import list_server
 
-        return anyio.run(lambda: list_server(connection, as_json=args.json))
+        return anyio.run(
+            _interruptible, terminal, lambda: list_server(connection, terminal, as_json=args.json)
+        )
     from ._call import call_tool
 
-    return anyio.run(lambda: call_tool(connection, words[0], words[1:], as_json=args.json))
+    work = lambda: call_tool(connection, terminal, words[0], words[1:], as_json=args.json)  # noqa: E731
+    return anyio.run(_interruptible, terminal, work)
+
+
+async def _interruptible(terminal: Terminal, work: Callable[[], Awaitable[int]]) -> int:
+    """Run the command so that Ctrl-C stops it cleanly: the connection closes, the exit status is 130.
+
+    Asyncio's own Ctrl-C handling cancels the main task but leaves a prompt's `input()` waiting,
+    and raising wherever the program is would surface inside the connection's tasks. So Ctrl-C at a
+    prompt breaks that prompt (which answers the server with an error, never a choice), and
+    anywhere else cancels the work from the event loop.
+    """
+    loop = asyncio.get_running_loop()
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        if terminal.prompting:
+            raise KeyboardInterrupt
+        loop.call_soon_threadsafe(terminal.interrupt)
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        with anyio.CancelScope() as scope:
+            terminal.scope = scope
+            status = await work()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if terminal.interrupted:
+        raise KeyboardInterrupt
+    return status

@@ -4,8 +4,9 @@ A form is rendered from its JSON Schema, one field at a time: the type, an enum'
 default and whether it is required are shown, and an answer that does not fit (not a number, not
 a choice, too short, missing) is explained and asked again. Before the fields the person picks
 accept, decline or cancel. Sampling is answered by typing the model's reply, or by a pydantic-ai
-model (`--sampling-model`). With no terminal on stdin there is no one to ask: every question is
-declined, and said so on stderr.
+model (`--sampling-model`). Questions are written to stderr and read from stdin: when either is
+not a terminal there is no one to ask, so every form is declined (and said so on stderr) and
+sampling fails unless a model answers it.
 
 Prompts and colour come from `rich` (the `mcp-resolve[cli]` extra), imported on first use: it
 reads a line at a time, so it works in any terminal, over ssh and under a pseudo-terminal.
@@ -17,8 +18,10 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from mcp_types import CreateMessageRequestParams, CreateMessageResult, ElicitRequestFormParams, TextContent
 
+from ..errors import INVALID_REQUEST, MCPError
 from ._target import CLIError
 
 if TYPE_CHECKING:
@@ -130,20 +133,37 @@ def _shown(value: Any) -> str:
     return str(value) if value != "" else '""'
 
 
-
 class Terminal:
     """Answers the server's questions at this terminal (or declines them all when there is none)."""
 
     def __init__(self, *, sampling_model: str | None = None) -> None:
-        self.interactive = sys.stdin.isatty()
+        self.interactive = sys.stdin.isatty() and sys.stderr.isatty()
+        """Questions are asked on stderr and read from stdin: with either redirected, no one can answer."""
         self.out = console(stderr=True)
         self.sampling_model = sampling_model
+        self.prompting = False
+        """Whether a prompt is waiting for a line: Ctrl-C must then break `input()` itself."""
+        self.interrupted = False
+        self.scope: anyio.CancelScope | None = None
+        """The command's work: Ctrl-C cancels it, so the connection closes as it should."""
+
+    def interrupt(self) -> None:
+        """Ctrl-C: stop the command. The question being asked is answered with an error, never an answer."""
+        self.interrupted = True
+        if self.scope is not None:
+            self.scope.cancel()
 
     def _read(self, prompt: str) -> str:
+        self.prompting = True
         try:
             return self.out.input(prompt, markup=False)
         except EOFError:
             raise Cancelled from None
+        except KeyboardInterrupt:
+            self.interrupt()
+            raise MCPError(INVALID_REQUEST, "the person interrupted the command") from None
+        finally:
+            self.prompting = False
 
     async def elicit(self, form: ElicitRequestFormParams) -> dict[str, Any]:
         """One form: accept with its content, decline, or cancel."""
@@ -205,8 +225,6 @@ class Terminal:
         from rich.markup import escape
 
         if not self.interactive:
-            from ..errors import INVALID_REQUEST, MCPError
-
             raise MCPError(INVALID_REQUEST, "no terminal to answer sampling; give --sampling-model")
         self.out.print("\n[bold magenta]?[/] [bold]the server asks for a completion[/]")
         if params.system_prompt:
@@ -219,8 +237,6 @@ class Terminal:
         try:
             reply = self._read("  your reply, as the model: ")
         except Cancelled:
-            from ..errors import INVALID_REQUEST, MCPError
-
             raise MCPError(INVALID_REQUEST, "the person declined to answer") from None
         return CreateMessageResult(
             role="assistant",
@@ -239,7 +255,8 @@ class Terminal:
                 "--sampling-model needs pydantic-ai: pip install 'mcp-resolve[pydantic-ai]'"
             ) from None
         handler = sampling_handler_for(infer_model(self.sampling_model or ""))
-        result = await handler(params.messages, params, None)  # type: ignore[arg-type]
+        result: Any = handler(params.messages, params, None)  # type: ignore[arg-type]
+        result = await result
         assert isinstance(result, CreateMessageResult)
         return result
 
