@@ -38,7 +38,12 @@ def desk_url() -> Iterator[str]:
 def spawn(*argv: str) -> pexpect.spawn:
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": os.pathsep.join(sys.path)}
     child = pexpect.spawn(
-        sys.executable, ["-m", "mcp_resolve", *argv], env=env, encoding="utf-8", timeout=30, dimensions=(50, 200)
+        sys.executable,
+        ["-m", "mcp_resolve", *argv],
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(50, 200),
     )
     return child
 
@@ -100,15 +105,28 @@ def test_call_answers_the_desks_questions_and_asks_again_on_a_wrong_answer(
     child.sendline("y")
     output, status = finish(child)
     assert status == 0, output
-    assert result_of(output) == {"order_id": "ORD-7002", "reason": "too small", "cents": 2400, "restocked": True}
+    assert result_of(output) == {
+        "order_id": "ORD-7002",
+        "reason": "too small",
+        "cents": 2400,
+        "restocked": True,
+    }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_declining_the_scope_aborts_the_refund(transport: str, era: str, request: pytest.FixtureRequest) -> None:
+def test_declining_the_scope_aborts_the_refund(
+    transport: str, era: str, request: pytest.FixtureRequest
+) -> None:
     child = spawn(
-        "call", server_for(transport, request), "refund_order", "order_id=ORD-7002", "reason=x", "--protocol", era
+        "call",
+        server_for(transport, request),
+        "refund_order",
+        "order_id=ORD-7002",
+        "reason=x",
+        "--protocol",
+        era,
     )
     child.expect(PROMPT)
     child.sendline("d")
@@ -125,7 +143,13 @@ def test_cancelling_the_restock_question_still_refunds(
     transport: str, era: str, request: pytest.FixtureRequest
 ) -> None:
     child = spawn(
-        "call", server_for(transport, request), "refund_order", "order_id=ORD-7002", "reason=x", "--protocol", era
+        "call",
+        server_for(transport, request),
+        "refund_order",
+        "order_id=ORD-7002",
+        "reason=x",
+        "--protocol",
+        era,
     )
     child.expect(PROMPT)
     child.sendline("a")
@@ -146,7 +170,13 @@ def test_cancelling_the_restock_question_still_refunds(
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ctrl_c_at_a_question_exits_cleanly(transport: str, era: str, request: pytest.FixtureRequest) -> None:
     child = spawn(
-        "call", server_for(transport, request), "refund_order", "order_id=ORD-7002", "reason=x", "--protocol", era
+        "call",
+        server_for(transport, request),
+        "refund_order",
+        "order_id=ORD-7002",
+        "reason=x",
+        "--protocol",
+        era,
     )
     child.expect(PROMPT)
     child.sendintr()
@@ -158,7 +188,14 @@ def test_ctrl_c_at_a_question_exits_cleanly(transport: str, era: str, request: p
 @pytest.mark.slow
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_the_amount_cannot_be_inflated_from_the_shell(transport: str, request: pytest.FixtureRequest) -> None:
-    child = spawn("call", server_for(transport, request), "refund_order", "order_id=ORD-7001", "reason=x", "cents=100000")
+    child = spawn(
+        "call",
+        server_for(transport, request),
+        "refund_order",
+        "order_id=ORD-7001",
+        "reason=x",
+        "cents=100000",
+    )
     output, status = finish(child)
     assert status == 0, output
     assert "has no parameter 'cents' (it takes order_id, reason); sent anyway" in output
@@ -203,7 +240,9 @@ def test_list_json_over_http_and_over_a_stdio_command(era: str, request: pytest.
     assert [r["uri"] for r in listing["resources"]] == ["ui://refund-desk/receipt.html"]
     assert listing["server"]["protocolVersion"] == ("2025-11-25" if era == "legacy" else era)
 
-    output, status = finish(spawn("list", "--json", "--protocol", era, "--", sys.executable, str(REFUND_DESK)))
+    output, status = finish(
+        spawn("list", "--json", "--protocol", era, "--", sys.executable, str(REFUND_DESK))
+    )
     assert status == 0, output
     assert {tool["name"] for tool in result_of(output)["tools"]} == set(tools)
 
@@ -230,10 +269,12 @@ def test_arguments_follow_the_schema() -> None:
     assert arguments == {
         "n": 3, "x": 2.5, "flag": False, "tags": ["a", "b"], "opts": {"k": 1}, "maybe": None, "code": "007", "extra": 5
     }  # fmt: skip
-    assert notes == ["note: t has no parameter 'extra' (it takes n, x, flag, tags, opts, maybe, code); sent anyway"]
+    assert notes == [
+        "note: t has no parameter 'extra' (it takes n, x, flag, tags, opts, maybe, code); sent anyway"
+    ]
     with pytest.raises(CLIError, match="n=three: expected integer"):
         parse_arguments(tool, ["n=three"])
-    with pytest.raises(CLIError, match="t needs n=..."):
+    with pytest.raises(CLIError, match=r"t needs n=\.\.\."):
         parse_arguments(tool, ["x=1"])
     with pytest.raises(CLIError, match="opts=\\[1\\]: expected object"):
         parse_arguments(tool, ["n=1", "opts=[1]"])
@@ -261,5 +302,3 @@ def test_oauth_tokens_are_cached_per_server(monkeypatch: pytest.MonkeyPatch, tmp
     one, other = token_cache("https://a.example/mcp"), token_cache("https://b.example/mcp")
     assert one != other and one.parent == other.parent == tmp_path / "mcp-resolve" / "oauth"
     assert token_cache("https://a.example/mcp") == one
-
-

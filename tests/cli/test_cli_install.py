@@ -76,7 +76,10 @@ def test_writes_merges_and_backs_up_each_clients_config(
     assert entry["args"] == ["-m", "mcp_resolve", "run", str(REFUND_DESK)]
     assert entry["env"] == {"API_KEY": "s3cret"}
     backup = path.with_name(path.name + ".bak")
-    assert json.loads(backup.read_text()) == {"theme": "dark", section: {"other": {"command": "other-server"}}}
+    assert json.loads(backup.read_text()) == {
+        "theme": "dark",
+        section: {"other": {"command": "other-server"}},
+    }
     out = capsys.readouterr().out
     assert "uv is not on PATH" in out and sys.executable in out
     assert "s3cret" not in out
@@ -161,7 +164,9 @@ def test_mcp_json_prints_the_standard_entry(home: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     printed = json.loads(out[out.index("{") :])
     assert printed == {
-        "mcpServers": {"desk": {"command": sys.executable, "args": ["-m", "mcp_resolve", "run", str(REFUND_DESK)]}}
+        "mcpServers": {
+            "desk": {"command": sys.executable, "args": ["-m", "mcp_resolve", "run", str(REFUND_DESK)]}
+        }
     }
     assert list(home.iterdir()) == []
 
@@ -179,7 +184,9 @@ def test_without_the_clients_cli_its_command_line_is_recorded(
     assert run(target, SERVER, "--name", "desk", "--env", "API_KEY=s3cret") == 0
     out = capsys.readouterr().out
     assert "is not on PATH" in out
-    line = next(text.strip() for text in out.splitlines() if text.strip().startswith(expected.split()[0] + " mcp"))
+    line = next(
+        text.strip() for text in out.splitlines() if text.strip().startswith(expected.split()[0] + " mcp")
+    )
     assert line == expected + f"{sys.executable} -m mcp_resolve run {REFUND_DESK}"
 
 
@@ -192,7 +199,18 @@ def test_without_the_clients_cli_its_command_line_is_recorded(
     ],
 )
 def test_a_remote_server_with_its_auth_header(target: str, relative: str, entry: dict, home: Path) -> None:
-    assert run(target, "--http", "https://desk.example/mcp", "--name", "desk", "--header", "Authorization: Bearer t0k") == 0
+    assert (
+        run(
+            target,
+            "--http",
+            "https://desk.example/mcp",
+            "--name",
+            "desk",
+            "--header",
+            "Authorization: Bearer t0k",
+        )
+        == 0
+    )
     written = entries(home / relative)["desk"]
     assert written == {**entry, "headers": {"Authorization": "Bearer t0k"}}
 
