@@ -13,11 +13,12 @@ import os
 import re
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pexpect
 import pytest
 
-from conftest import REFUND_DESK, load_module
+from conftest import REFUND_DESK, SERVERS, load_module
 from http_helpers import serving
 from mcp_resolve.cli._call import parse_arguments
 from mcp_resolve.cli._connect import token_cache
@@ -302,3 +303,51 @@ def test_oauth_tokens_are_cached_per_server(monkeypatch: pytest.MonkeyPatch, tmp
     one, other = token_cache("https://a.example/mcp"), token_cache("https://b.example/mcp")
     assert one != other and one.parent == other.parent == tmp_path / "mcp-resolve" / "oauth"
     assert token_cache("https://a.example/mcp") == one
+
+
+CLIENTS_SERVER = str(SERVERS / "clients_server.py")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_sampling_is_answered_by_typing(era: str) -> None:
+    child = spawn("call", CLIENTS_SERVER, "summarize", "topic=rain", "--protocol", era)
+    child.expect("the server asks for a completion")
+    child.expect("Write a one-line headline about rain.")
+    child.expect("your reply, as the model: ")
+    child.sendline("Rain, again")
+    output, status = finish(child)
+    assert status == 0, output
+    assert plain(output).splitlines()[-1].strip() == "headline[person-at-terminal]: Rain, again"
+
+
+@pytest.mark.slow
+def test_sampling_is_answered_by_a_pydantic_ai_model() -> None:
+    # pydantic-ai's TestModel ("test"): a real model object that answers without a provider.
+    output, status = finish(spawn("call", CLIENTS_SERVER, "summarize", "topic=rain", "--sampling-model", "test"))
+    assert status == 0, output
+    assert plain(output).splitlines()[-1].strip().startswith("headline[test]: ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("era", ERAS)
+def test_roots_come_from_root_options(era: str, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    child = spawn(
+        "call", CLIENTS_SERVER, "workspace", "--root", str(tmp_path / "a"), "--root", str(tmp_path), "--protocol", era
+    )
+    output, status = finish(child)
+    assert status == 0, output
+    text = plain(output)
+    assert json.loads(text[text.index("[") :]) == [(tmp_path / "a").as_uri(), tmp_path.as_uri()]
+
+
+@pytest.mark.slow
+def test_list_shows_resources_templates_and_prompts() -> None:
+    output, status = finish(spawn("list", CLIENTS_SERVER))
+    assert status == 0, output
+    lines = [line.rstrip() for line in plain(output).splitlines()]
+    assert "  add(a: integer, b: integer)" in lines
+    assert "  notes://today  Today's note." in lines
+    assert "resource templates (1)" in lines and any(line.startswith("  notes://{day}") for line in lines)
+    assert "  review(code)  Ask for a code review." in lines

@@ -4,7 +4,8 @@ Each `key=value` is read against the tool's input schema: a string parameter tak
 it is, a number or boolean is parsed as one, an object or array as JSON. A key the schema does
 not have is sent anyway, with a note: the server decides what to do with it (mcp-resolve ignores
 it, which is how the README shows that a resolved amount cannot be set by the caller). The
-result prints its structured content as JSON when it has some, else its text; a failed tool
+result prints its structured content as JSON when it has some (a wrapped `{"result": value}` as
+the value itself), else its text; a failed tool
 prints its message on stderr and exits with status 1. `--json` prints the whole result.
 """
 
@@ -125,8 +126,14 @@ async def call_tool(
     if result.is_error:
         errors.print(f"{tool_name} failed: " + "\n".join(texts), markup=False)
         return 1
-    if result.structured_content is not None:
-        _print_json(result.structured_content)
+    structured = result.structured_content
+    if isinstance(structured, dict) and list(structured) == ["result"]:
+        structured = structured["result"]  # a value that is not an object travels wrapped: unwrap it
+        if isinstance(structured, str):
+            print(structured)
+            return 0
+    if structured is not None:
+        _print_json(structured)
         return 0
     for block in dumped.get("content", []):
         if block.get("type") == "text":
