@@ -324,7 +324,9 @@ def test_sampling_is_answered_by_typing(era: str) -> None:
 @pytest.mark.slow
 def test_sampling_is_answered_by_a_pydantic_ai_model() -> None:
     # pydantic-ai's TestModel ("test"): a real model object that answers without a provider.
-    output, status = finish(spawn("call", CLIENTS_SERVER, "summarize", "topic=rain", "--sampling-model", "test"))
+    output, status = finish(
+        spawn("call", CLIENTS_SERVER, "summarize", "topic=rain", "--sampling-model", "test")
+    )
     assert status == 0, output
     assert plain(output).splitlines()[-1].strip().startswith("headline[test]: ")
 
@@ -334,7 +336,15 @@ def test_sampling_is_answered_by_a_pydantic_ai_model() -> None:
 def test_roots_come_from_root_options(era: str, tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     child = spawn(
-        "call", CLIENTS_SERVER, "workspace", "--root", str(tmp_path / "a"), "--root", str(tmp_path), "--protocol", era
+        "call",
+        CLIENTS_SERVER,
+        "workspace",
+        "--root",
+        str(tmp_path / "a"),
+        "--root",
+        str(tmp_path),
+        "--protocol",
+        era,
     )
     output, status = finish(child)
     assert status == 0, output
