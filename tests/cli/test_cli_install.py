@@ -187,7 +187,8 @@ def test_without_the_clients_cli_its_command_line_is_recorded(
     line = next(
         text.strip() for text in out.splitlines() if text.strip().startswith(expected.split()[0] + " mcp")
     )
-    assert line == expected + f"{sys.executable} -m mcp_resolve run {REFUND_DESK}"
+    separator = "-- " if target == "gemini-cli" else ""  # gemini: flag-like arguments after `--`
+    assert line == expected + f"{sys.executable} {separator}-m mcp_resolve run {REFUND_DESK}"
 
 
 @pytest.mark.parametrize(
@@ -239,7 +240,13 @@ def test_the_clients_own_cli_is_run_when_on_path(target: str, home: Path, tmp_pa
     argv = record.read_text().splitlines()
     assert argv[:3] == ["mcp", "add", "--scope"]
     assert "API_KEY=s3cret" in argv  # the client itself gets the real value
-    assert argv[-5:] == [sys.executable, "-m", "mcp_resolve", "run", str(REFUND_DESK)]
+    assert [arg for arg in argv if arg != "--"][-5:] == [
+        sys.executable,
+        "-m",
+        "mcp_resolve",
+        "run",
+        str(REFUND_DESK),
+    ]
     assert not (home / ".claude.json").exists() and not (home / ".gemini").exists()
 
 

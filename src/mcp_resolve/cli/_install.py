@@ -261,7 +261,10 @@ def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, 
         line += ["--env", f"{key}={shown(value)}"]
     if program == "claude":
         return [*line, name, "--", *command]
-    return [*line, name, *command]
+    # gemini's parser would take `-m` for its own option: the server's arguments go after `--`
+    # (its documented form, `gemini mcp add NAME python server.py -- --server-arg v`).
+    rest = ["--", *command[1:]] if any(arg.startswith("-") for arg in command[1:]) else command[1:]
+    return [*line, name, command[0], *rest]
 
 
 def install(options: InstallOptions) -> int:
