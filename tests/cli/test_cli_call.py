@@ -361,3 +361,13 @@ def test_list_shows_resources_templates_and_prompts() -> None:
     assert "  notes://today  Today's note." in lines
     assert "resource templates (1)" in lines and any(line.startswith("  notes://{day}") for line in lines)
     assert "  review(code)  Ask for a code review." in lines
+
+
+def test_without_the_cli_extra_list_and_call_say_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mcp_resolve.cli import main
+
+    monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
+    assert main(["call", str(REFUND_DESK), "refund_order", "order_id=ORD-7001", "reason=x"]) == 1
+    assert "pip install 'mcp-resolve[cli]'" in capsys.readouterr().err
