@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._target import CLIError, absolute_target, split_target
+from ._target import CLIError, absolute_target, load_server, split_target
 
 __all__ = ["TARGETS", "InstallOptions", "config_path", "install", "server_command"]
 
@@ -191,8 +191,6 @@ def _default_name(options: InstallOptions) -> str:
     if options.server is not None:
         path, obj = split_target(options.server)
         try:
-            from ._target import load_server
-
             return load_server(options.server).name
         except Exception:  # the server's own name is a nicety: the file name serves as well
             return obj or path.stem
