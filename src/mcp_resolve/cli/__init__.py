@@ -1,4 +1,4 @@
-"""The `mcp-resolve` command: serve a server file, check it, draw its resolver graphs, open it in the Inspector.
+"""The `mcp-resolve` command: serve a server file, check it, draw its graphs, install it, call it from the shell.
 
 Every subcommand starts from `FILE[:OBJECT]`: the file is imported by path
 and OBJECT (default: the variable `mcp`, else the first `MCPServer` in the
@@ -10,7 +10,8 @@ This module parses the command line and dispatches; each command lives in its
 own private module: `_target` (finding the server), `_run`, `_check`, `_graph`
 (building and drawing the graphs, also used by the docs' pictures), `_dev` and `_apps_dev`
 (`dev --apps`: a local MCP Apps host page), `_reload` (`--reload`: a new server process per version of
-the file, behind one listening socket).
+the file, behind one listening socket), `_install` (into a client's config), `_list` and
+`_call` (a server from the shell, through `_connect` and `_terminal`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._check import check
 from ._dev import INSPECTOR, NO_NPX, dev, dev_reload
 from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_svg, graph_text, question_of
 from ._run import LEVELS, WORKER_APP_ENV, serve, worker_app
+from ._shell import SHELL_COMMANDS, add_shell_commands, run_shell_command, split_command
 from ._target import CLIError, import_file, load_server, split_target
 
 __all__ = [
@@ -59,7 +61,7 @@ RELOAD_HELP = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The `mcp-resolve` command line: `run`, `check`, `graph` and `dev`, each on `FILE[:OBJECT]`."""
+    """The `mcp-resolve` command line: `run`, `check`, `graph`, `dev`, `install`, `list` and `call`."""
     parser = argparse.ArgumentParser(
         prog="mcp-resolve", description="Serve, check and inspect mcp-resolve servers."
     )
@@ -137,11 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_argument(
         "--port", type=int, default=8000, help="--apps, --reload: the loopback port (default 8000)"
     )
+    add_shell_commands(commands, target_help)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    words, command = split_command(words)
+    args = build_parser().parse_args(words)
+    if args.command in SHELL_COMMANDS:
+        return run_shell_command(args, command)
     try:
         if args.command == "dev":
             if args.apps:

@@ -1,0 +1,152 @@
+"""`mcp-resolve call SERVER TOOL key=value ...`: call one tool from the shell, answering its questions here.
+
+Each `key=value` is read against the tool's input schema: a string parameter takes the text as
+it is, a number or boolean is parsed as one, an object or array as JSON. A key the schema does
+not have is sent anyway, with a note: the server decides what to do with it (mcp-resolve ignores
+it, which is how the README shows that a resolved amount cannot be set by the caller). The
+result prints its structured content as JSON when it has some (a wrapped `{"result": value}` as
+the value itself), else its text; a failed tool
+prints its message on stderr and exits with status 1. `--json` prints the whole result.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from ._connect import Connection
+from ._target import CLIError
+from ._terminal import Terminal, console, pretty
+
+__all__ = ["call_tool", "parse_arguments"]
+
+TRUE = {"true", "yes", "y", "1", "on"}
+FALSE = {"false", "no", "n", "0", "off"}
+
+
+def _as(text: str, kind: str) -> Any:
+    if kind == "string":
+        return text
+    if kind == "integer":
+        return int(text)
+    if kind == "number":
+        number = float(text)
+        return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
+    if kind == "boolean":
+        if text.lower() in TRUE:
+            return True
+        if text.lower() in FALSE:
+            return False
+        raise ValueError("not a boolean")
+    if kind == "null":
+        if text != "null":
+            raise ValueError("not null")
+        return None
+    value = json.loads(text)  # object, array
+    expected = {"object": dict, "array": list}.get(kind)
+    if expected is not None and not isinstance(value, expected):
+        raise ValueError(f"not a JSON {kind}")
+    return value
+
+
+def _kinds(spec: dict[str, Any]) -> list[str]:
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return [str(k) for k in kind]
+    if isinstance(kind, str):
+        return [kind]
+    kinds: list[str] = []
+    for option in spec.get("anyOf", []) + spec.get("oneOf", []):
+        kinds.extend(_kinds(option))
+    if "enum" in spec:
+        names = {str: "string", bool: "boolean", int: "integer", float: "number"}
+        kinds.extend(sorted({names.get(type(value), "string") for value in spec["enum"]}))
+    return kinds
+
+
+def parse_value(name: str, text: str, spec: dict[str, Any]) -> Any:
+    """`text` typed by the schema of one parameter; CLIError says which parameter and why."""
+    kinds = _kinds(spec)
+    if not kinds:  # no type said: JSON when it parses, else the text
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    # Most specific first, so `1` for integer|string is a number and `abc` falls through to the text.
+    order = ["null", "boolean", "integer", "number", "object", "array", "string"]
+    for kind in sorted(kinds, key=lambda k: order.index(k) if k in order else len(order)):
+        try:
+            return _as(text, kind)
+        except ValueError:
+            continue
+    raise CLIError(f"{name}={text}: expected {' or '.join(kinds)}")
+
+
+def parse_arguments(tool: dict[str, Any], words: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """`key=value` words as the tool's arguments, and notes about keys its schema does not have."""
+    schema = tool.get("inputSchema", {})
+    properties: dict[str, Any] = schema.get("properties", {})
+    arguments: dict[str, Any] = {}
+    notes: list[str] = []
+    for word in words:
+        key, sep, text = word.partition("=")
+        if not sep or not key:
+            raise CLIError(f"arguments are key=value, got {word!r}")
+        if key in properties:
+            arguments[key] = parse_value(key, text, properties[key])
+            continue
+        arguments[key] = parse_value(key, text, {})
+        takes = ", ".join(properties) or "no arguments"
+        notes.append(f"note: {tool['name']} has no parameter {key!r} (it takes {takes}); sent anyway")
+    missing = [name for name in schema.get("required", []) if name not in arguments]
+    if missing:
+        raise CLIError(f"{tool['name']} needs {', '.join(f'{name}=...' for name in missing)}")
+    return arguments, notes
+
+
+async def call_tool(
+    connection: Connection, terminal: Terminal, tool_name: str, words: list[str], *, as_json: bool
+) -> int:
+    errors = console(stderr=True)
+    async with connection.client(terminal) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        if tool_name not in tools:
+            raise CLIError(f"no tool {tool_name!r} (there are: {', '.join(tools) or 'none'})")
+        definition = tools[tool_name].model_dump(by_alias=True, exclude_none=True, mode="json")
+        arguments, notes = parse_arguments(definition, words)
+        for note in notes:
+            errors.print(note, markup=False)
+        result = await client.call_tool(tool_name, arguments)
+    dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if as_json:
+        sys.stdout.write(pretty(dumped) + "\n")
+        return 1 if result.is_error else 0
+    texts = [block.get("text", "") for block in dumped.get("content", []) if block.get("type") == "text"]
+    if result.is_error:
+        errors.print(f"{tool_name} failed: " + "\n".join(texts), markup=False)
+        return 1
+    structured = result.structured_content
+    if isinstance(structured, dict) and list(structured) == ["result"]:
+        structured = structured["result"]  # a value that is not an object travels wrapped: unwrap it
+        if isinstance(structured, str):
+            print(structured)
+            return 0
+    if structured is not None:
+        _print_json(structured)
+        return 0
+    for block in dumped.get("content", []):
+        if block.get("type") == "text":
+            print(block["text"])
+        else:
+            size = len(block.get("data", "")) * 3 // 4
+            print(f"<{block.get('type')} {block.get('mimeType', '')} {size} bytes>".replace("  ", " "))
+    return 0
+
+
+def _print_json(value: Any) -> None:
+    """Coloured on a terminal, plain otherwise (so it pipes into `jq`)."""
+    if sys.stdout.isatty():
+        console().print_json(json.dumps(value))
+    else:
+        sys.stdout.write(pretty(value) + "\n")

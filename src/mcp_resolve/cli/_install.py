@@ -1,0 +1,340 @@
+"""`mcp-resolve install TARGET FILE[:OBJECT]`: put a server into the MCP clients people use.
+
+Each client keeps its servers in a JSON file at a documented place (Claude Desktop, Cursor,
+VS Code, Gemini CLI, Claude Code's `~/.claude.json`); `install` merges one entry into it and never
+clobbers: the old file is copied to a backup first, an entry of the same name that differs is
+refused unless `--force`, and `--dry-run` prints the change instead of writing it. Claude Code
+and Gemini CLI have their own `mcp add` command: it is run when the client is on PATH, and
+otherwise the file is written and the command line it would have received is printed, so the
+user can replay it.
+
+The entry runs the server reproducibly: `uv run --with mcp-resolve mcp-resolve run FILE` when
+`uv` is present (the packages resolved afresh by uv), else this interpreter's absolute path
+(`python -m mcp_resolve run FILE`, the packages of this environment). Values given with `--env`
+and `--header` may be secrets: they are written to the file but shown masked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._target import CLIError, absolute_target, load_server, split_target
+
+__all__ = ["TARGETS", "InstallOptions", "config_path", "install", "server_command"]
+
+TARGETS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "mcp-json")
+HIDDEN = "<hidden>"
+"""What a secret (an --env value, a --header value) reads as in anything printed."""
+MAX_BACKUPS = 100
+
+
+@dataclass
+class InstallOptions:
+    """What the command line asked for."""
+
+    target: str
+    server: str | None = None
+    """`FILE[:OBJECT]`, or None with `http`."""
+    name: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    env_file: str | None = None
+    with_packages: list[str] = field(default_factory=list)
+    python: str | None = None
+    http: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    force: bool = False
+    dry_run: bool = False
+    user: bool = False
+    """vscode: the user profile's mcp.json rather than the workspace's."""
+    workspace: str | None = None
+
+
+def config_path(
+    target: str, *, platform: str | None = None, user: bool = False, workspace: str | None = None
+) -> Path:
+    """Where `target` keeps its servers on this platform (`sys.platform` values), as its docs say."""
+    platform = platform or sys.platform
+    home = Path.home()
+    if target == "claude-desktop":
+        return _app_data(platform, home) / "Claude" / "claude_desktop_config.json"
+    if target == "claude-code":
+        return home / ".claude.json"  # the user scope of `claude mcp add --scope user`
+    if target == "cursor":
+        return home / ".cursor" / "mcp.json"
+    if target == "gemini-cli":
+        return home / ".gemini" / "settings.json"
+    if target == "vscode":
+        if user:
+            return _app_data(platform, home) / "Code" / "User" / "mcp.json"
+        return Path(workspace or os.getcwd()).resolve() / ".vscode" / "mcp.json"
+    raise CLIError(f"{target} has no config file")
+
+
+def _app_data(platform: str, home: Path) -> Path:
+    if platform == "darwin":
+        return home / "Library" / "Application Support"
+    if platform.startswith("win"):
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) if appdata else home / "AppData" / "Roaming"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """`KEY=VALUE` lines (a dotenv file): blank lines and `#` comments skipped, one pair of quotes removed."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CLIError(f"cannot read --env-file {path}: {exc.strerror}") from None
+    env: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise CLIError(f"{path}:{number}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        env[key.strip()] = value
+    return env
+
+
+def pairs(values: list[str] | None, separator: str, what: str) -> dict[str, str]:
+    """`KEY=VALUE` (or `Name: value`) arguments as a dict."""
+    out: dict[str, str] = {}
+    for value in values or []:
+        key, sep, rest = value.partition(separator)
+        if not sep or not key.strip():
+            raise CLIError(f"{what} expects KEY{separator}VALUE, got {value.split(separator)[0]!r}")
+        out[key.strip()] = rest.strip() if separator == ":" else rest
+    return out
+
+
+def server_command(options: InstallOptions) -> tuple[list[str], str]:
+    """The command that runs the server, and a sentence saying how it was chosen."""
+    assert options.server is not None
+    path, _ = split_target(options.server)
+    if not path.is_file():
+        raise CLIError(f"no such file: {path}")
+    target = absolute_target(options.server)
+    uv = shutil.which("uv")
+    if uv is not None:
+        command = ["uv", "run", "--with", "mcp-resolve"]
+        for package in options.with_packages:
+            command += ["--with", package]
+        if options.python:
+            command += ["--python", options.python]
+        command += ["mcp-resolve", "run", target]
+        return command, f"runs with uv ({uv}): `uv run --with mcp-resolve` resolves the packages afresh"
+    if options.with_packages:
+        raise CLIError(
+            "--with needs uv on PATH (https://docs.astral.sh/uv/); without it, install the packages here"
+        )
+    python = options.python or sys.executable
+    if options.python and not Path(python).is_absolute():
+        found = shutil.which(python)
+        if found is None:
+            raise CLIError(f"--python {python}: not found on PATH")
+        python = found
+    return [python, "-m", "mcp_resolve", "run", target], (
+        f"uv is not on PATH: runs with the interpreter {python} and the packages installed for it"
+    )
+
+
+def _entry(options: InstallOptions, command: list[str] | None) -> dict[str, Any]:
+    """The server's entry in the target's own dialect."""
+    target = options.target
+    if options.http is not None:
+        if target == "claude-desktop":
+            raise CLIError(
+                "Claude Desktop takes remote servers as connectors (Settings > Connectors), not in its config file"
+            )
+        key = {"gemini-cli": "httpUrl", "vscode": "url", "claude-code": "url"}.get(target, "url")
+        entry: dict[str, Any] = {"type": "http"} if target in ("vscode", "claude-code") else {}
+        entry[key] = options.http
+        if options.headers:
+            entry["headers"] = dict(options.headers)
+        return entry
+    assert command is not None
+    entry = {"type": "stdio"} if target in ("vscode", "claude-code") else {}
+    entry["command"] = command[0]
+    entry["args"] = command[1:]
+    if options.env:
+        entry["env"] = dict(options.env)
+    return entry
+
+
+def _masked(entry: dict[str, Any]) -> dict[str, Any]:
+    shown = dict(entry)
+    for key in ("env", "headers"):
+        if key in shown:
+            shown[key] = dict.fromkeys(shown[key], HIDDEN)
+    return shown
+
+
+def _section(target: str) -> str:
+    return "servers" if target == "vscode" else "mcpServers"
+
+
+def _default_name(options: InstallOptions) -> str:
+    if options.name:
+        return options.name
+    if options.server is not None:
+        path, obj = split_target(options.server)
+        try:
+            return load_server(options.server).name
+        except Exception:  # the server's own name is a nicety: the file name serves as well
+            return obj or path.stem
+    from urllib.parse import urlsplit
+
+    return urlsplit(options.http or "").hostname or "server"
+
+
+def _load(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise CLIError(
+            f"{path} is not plain JSON (comments or trailing commas?): add the entry by hand, "
+            "or see it with --dry-run"
+        ) from None
+    if not isinstance(data, dict):
+        raise CLIError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _backup(path: Path) -> Path:
+    """Copy `path` beside itself as `NAME.bak` (or `.bak.1`, ...: an older backup is never overwritten)."""
+    for index in range(MAX_BACKUPS):
+        backup = path.with_name(path.name + (".bak" if index == 0 else f".bak.{index}"))
+        if not backup.exists():
+            shutil.copy2(path, backup)
+            return backup
+    raise CLIError(f"{path} has {MAX_BACKUPS} backups beside it already: remove some")
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Replace the file atomically, keeping its permissions (a new one readable by its owner only)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    temporary = path.with_name(f".{path.name}.mcp-resolve-{os.getpid()}")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, secrets: bool) -> list[str]:
+    """What `claude mcp add` / `gemini mcp add` receives for this entry (secrets masked unless asked)."""
+
+    def shown(value: str) -> str:
+        return value if secrets else HIDDEN
+
+    program = "claude" if options.target == "claude-code" else "gemini"
+    line = [program, "mcp", "add", "--scope", "user"]
+    if options.http is not None:
+        line += ["--transport", "http"]
+        for key, value in options.headers.items():
+            line += ["--header", f"{key}: {shown(value)}"]
+        return [*line, name, options.http]
+    assert command is not None
+    if program == "claude":
+        line += ["--transport", "stdio"]
+    for key, value in options.env.items():
+        line += ["--env", f"{key}={shown(value)}"]
+    if program == "claude":
+        return [*line, name, "--", *command]
+    # gemini's parser would take `-m` for its own option: the server's arguments go after `--`
+    # (its documented form, `gemini mcp add NAME python server.py -- --server-arg v`).
+    rest = ["--", *command[1:]] if any(arg.startswith("-") for arg in command[1:]) else command[1:]
+    return [*line, name, command[0], *rest]
+
+
+def install(options: InstallOptions) -> int:
+    """Install one server entry into `options.target`; the exit status."""
+    if options.target not in TARGETS:
+        raise CLIError(f"unknown target {options.target!r}: one of {', '.join(TARGETS)}")
+    if (options.server is None) == (options.http is None):
+        raise CLIError("give a server file, or --http URL for a remote server (not both)")
+    if options.http is not None and not options.http.startswith(("http://", "https://")):
+        raise CLIError(f"--http expects an http(s) URL, got {options.http!r}")
+    if options.env_file:
+        options.env = {**read_env_file(options.env_file), **options.env}
+    if options.http is not None and options.env:
+        raise CLIError("--env is for a server this machine runs; a remote server takes --header")
+    command, how = server_command(options) if options.server is not None else (None, None)
+    name = _default_name(options)
+    entry = _entry(options, command)
+    if how:
+        print(how)
+
+    if options.target == "mcp-json":
+        print(json.dumps({"mcpServers": {name: entry}}, indent=2))
+        return 0
+
+    if options.target in ("claude-code", "gemini-cli"):
+        program = "claude" if options.target == "claude-code" else "gemini"
+        found = shutil.which(program)
+        if found is not None and not options.dry_run:
+            line = _cli_line(options, name, command, secrets=True)
+            print(f"running: {shlex.join(_cli_line(options, name, command, secrets=False))}")
+            done = subprocess.run([found, *line[1:]], check=False)
+            return done.returncode
+
+    path = config_path(options.target, user=options.user, workspace=options.workspace)
+    data = _load(path)
+    section = data.get(_section(options.target))
+    if section is None:
+        section = {}
+    elif not isinstance(section, dict):
+        raise CLIError(f"{path}: {_section(options.target)!r} is not a JSON object")
+    existing = section.get(name)
+    if existing == entry:
+        print(f"{name} is already installed in {path}: nothing to change")
+        return 0
+    if existing is not None and not options.force:
+        print(
+            f"mcp-resolve: {path} already has a server named {name!r} that differs:\n"
+            f"  {json.dumps(_masked(existing))}\n"
+            f"keep it, choose another --name, or replace it with --force",
+            file=sys.stderr,
+        )
+        return 1
+
+    verb = "replace" if existing is not None else "add"
+    change = json.dumps({_section(options.target): {name: _masked(entry)}}, indent=2)
+    if options.dry_run:
+        print(f"would {verb} {name!r} in {path} (dry run: nothing written):\n{change}")
+        if options.target in ("claude-code", "gemini-cli"):
+            print(f"or run: {shlex.join(_cli_line(options, name, command, secrets=False))}")
+        return 0
+    backup = _backup(path) if path.exists() else None
+    data[_section(options.target)] = {**section, name: entry}
+    _write(path, data)
+    print(
+        f"{'replaced' if existing is not None else 'added'} {name!r} in {path}"
+        + (f" (backup: {backup})" if backup else "")
+    )
+    if options.target in ("claude-code", "gemini-cli"):
+        program = "claude" if options.target == "claude-code" else "gemini"
+        print(
+            f"{program} is not on PATH: wrote its config file; the command it would have received:\n"
+            f"  {shlex.join(_cli_line(options, name, command, secrets=False))}"
+        )
+    print("restart the client to load it" if options.target != "vscode" else "VS Code picks it up on its own")
+    return 0
