@@ -473,6 +473,7 @@ class Connection:
             send_notification=notifier(sink),
             send_request=send_request,
             lifespan_context=self.server.lifespan_context,
+            server=self.server,
             headers=request.headers if request.headers is not None else self.headers,
             principal=self.principal,
             access_token=request.access_token,

@@ -11,13 +11,15 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 - `_methods`: the era-free handlers for tools/*, resources/*, prompts/*, completion;
 - `_serving`: the lifespan, shared by every transport and connection, and the choice of transport;
 - `_deployment`: what a deployment gives a server (keys, stores) and whether it can work at all;
-- `_direct`: `await mcp.call_tool(...)` in this process, with no client;
+- `_direct`: `await mcp.call_tool(...)`, `read_resource`, `get_prompt` in this process, with no client;
+- `_surface`: the official SDK's `settings`, `session_manager` and `custom_route` records;
 - `_completion`: the `@mcp.completion()` handler;
 - `hooks` (public): where the extensions built into every server (tasks) plug in; the core never imports them.
 """
 
 from ._deployment import Deployment
+from ._direct import ReadResourceContents
 from ._facade import MCPServer
 from ._registry import Registry
 
-__all__ = ["Deployment", "MCPServer", "Registry"]
+__all__ = ["Deployment", "MCPServer", "ReadResourceContents", "Registry"]

@@ -15,7 +15,7 @@ Behind this face the transport is grouped by concern, all private:
 
 from typing import TYPE_CHECKING, Any
 
-from ._app import StreamableHTTPApp, create_app, default_allowed_hosts, serve_http
+from ._app import StreamableHTTPApp, create_app, default_allowed_hosts, serve_http, serve_http_async
 from ._exchange.endpoint import StreamableHTTPEndpoint
 from .options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_STREAMS, HttpOptions
 
@@ -37,6 +37,7 @@ __all__ = [
     "metadata_routes",
     "metadata_url",
     "serve_http",
+    "serve_http_async",
     "uvicorn_options",
 ]
 
