@@ -103,6 +103,7 @@ def serve(server: MCPServer, transport: Transport, log_level: str | None, **opti
     elif transport == "streamable-http":
         from ..transports.http import serve_http
 
+        options = _health_yields(server, options)
         serve_http(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     elif transport == "sse":
         from ..transports.http.sse import serve_sse
@@ -121,6 +122,7 @@ async def serve_async(server: MCPServer, transport: Transport, log_level: str | 
     elif transport == "streamable-http":
         from ..transports.http import serve_http_async
 
+        options = _health_yields(server, options)
         await serve_http_async(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     elif transport == "sse":
         from ..transports.http.sse import serve_sse_async
@@ -140,14 +142,23 @@ def starlette_routes(server: MCPServer) -> list[Any]:
     ]
 
 
+def _health_yields(server: MCPServer, options: dict[str, Any]) -> dict[str, Any]:
+    """No built-in health route where a custom route of the server takes its path (`/health` is popular)."""
+    health = options.get("health_path", "/health")
+    if health is not None and any(route.path == health for route in server.custom_routes):
+        options = {**options, "health_path": None}
+    return options
+
+
 def http_app(server: MCPServer, path: str, **options: Any) -> Any:
     """The ASGI app serving `server` at `path`, in Starlette's debug mode when the server asks for it.
 
-    The server's custom routes come after the endpoint's own, so they never shadow it.
+    The server's custom routes come after the endpoint's own, so they never shadow it; one
+    at the built-in health route's path replaces that route.
     """
     from ..transports.http import create_app
 
-    app = create_app(server, path=path, **options)
+    app = create_app(server, path=path, **_health_yields(server, options))
     app.router.routes.extend(starlette_routes(server))
     if server.debug:
         app.debug = True  # Starlette's: tracebacks in the error page of a crashed request
