@@ -91,17 +91,19 @@ async def observe(base: str) -> dict[str, Any]:
     async def on_progress(value: float, total: float | None, message: str | None) -> None:
         progress.append((value, total, message))
 
-    async with sse_client(f"{base}/sse") as (read, write):
-        async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
-            init = await session.initialize()
-            tools = await session.list_tools()
-            painted = await session.call_tool("paint", {"wall": "north"})
-            counted = await session.call_tool("count", {"n": 3}, progress_callback=on_progress)
-            refused = await session.call_tool("refuse", {"reason": "no"})
-            try:
-                unknown: Any = dump(await session.call_tool("nope", {}))
-            except Exception as exc:  # the official client raises its MCPError for a JSON-RPC error
-                unknown = {"error": exc.error.code, "message": exc.error.message}  # type: ignore[attr-defined]
+    async with (
+        sse_client(f"{base}/sse") as (read, write),
+        ClientSession(read, write, elicitation_callback=on_elicit) as session,
+    ):
+        init = await session.initialize()
+        tools = await session.list_tools()
+        painted = await session.call_tool("paint", {"wall": "north"})
+        counted = await session.call_tool("count", {"n": 3}, progress_callback=on_progress)
+        refused = await session.call_tool("refuse", {"reason": "no"})
+        try:
+            unknown: Any = dump(await session.call_tool("nope", {}))
+        except Exception as exc:  # the official client raises its MCPError for a JSON-RPC error
+            unknown = {"error": exc.error.code, "message": exc.error.message}  # type: ignore[attr-defined]
     return {
         "version": init.protocol_version,
         "tools": sorted(t.name for t in tools.tools),
@@ -144,12 +146,15 @@ async def test_a_server_wide_notification_reaches_the_session_on_its_stream() ->
         if isinstance(message, official_types.ServerNotification) or hasattr(message, "method"):
             heard.append(getattr(message, "method", ""))
 
-    async with http_server(mcp.sse_app()) as base, sse_client(f"{base}/sse") as (read, write):
-        async with ClientSession(read, write, message_handler=on_message) as session:
-            await session.initialize()
-            told = await session.call_tool("grow", {})
-            assert told.structured_content == {"result": 1}
-            assert "fresh" in [t.name for t in (await session.list_tools()).tools]
+    async with (
+        http_server(mcp.sse_app()) as base,
+        sse_client(f"{base}/sse") as (read, write),
+        ClientSession(read, write, message_handler=on_message) as session,
+    ):
+        await session.initialize()
+        told = await session.call_tool("grow", {})
+        assert told.structured_content == {"result": 1}
+        assert "fresh" in [t.name for t in (await session.list_tools()).tools]
     assert "notifications/tools/list_changed" in heard
 
 
@@ -221,8 +226,10 @@ async def test_a_protected_server_checks_the_token_on_the_stream_and_on_every_po
         ).status_code == 404
         assert (await http.post(f"{base}{endpoint}", json=ping, headers=alice)).status_code == 202
         await opened.aclose()
-    async with http_server(mcp.sse_app()) as base:
-        async with sse_client(f"{base}/sse", headers=alice) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                assert "paint" in [t.name for t in (await session.list_tools()).tools]
+    async with (
+        http_server(mcp.sse_app()) as base,
+        sse_client(f"{base}/sse", headers=alice) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        assert "paint" in [t.name for t in (await session.list_tools()).tools]
