@@ -479,5 +479,6 @@ class Connection:
             access_token=request.access_token,
             questioner=questioner if watch is None else watch.questioner(questioner),
             peer=request.peer or self.peer,
+            close_sse_stream=request.close_stream,
         )
         return handshake.finish_result(await handler(request.params, Context(scope, watch)))
