@@ -9,6 +9,7 @@ opening more streams than it may. Real uvicorn on loopback.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anyio
@@ -146,3 +147,31 @@ async def test_one_client_cannot_hold_more_streams_than_its_share() -> None:
         held.append(await open_stream(http, base))  # room again once one closed
         for stream in held[1:]:
             await stream.response.aclose()
+
+
+async def test_a_session_whose_dispatch_is_stuck_refuses_more_than_its_inbox_holds() -> None:
+    mcp = server()
+    release = threading.Event()  # set from the test's loop, read in the server's (its own thread)
+
+    @mcp.on_roots_changed
+    async def stuck() -> None:  # an author's handler that takes its time holds the session's dispatch
+        while not release.is_set():
+            await anyio.sleep(0.01)
+
+    app = mcp.sse_app(inbox=1)
+    async with http_server(app) as base, httpx.AsyncClient(timeout=10) as http:
+        stream = await open_stream(http, base)
+        url = f"{base}{stream.endpoint}"
+        assert (await http.post(url, json=INITIALIZE)).status_code == 202
+        await stream.message()
+        roots = {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}
+        assert (await http.post(url, json=roots)).status_code == 202
+        with anyio.fail_after(5):
+            while (await http.post(url, json=PING)).status_code == 202:  # the first fills the inbox
+                await anyio.sleep(0.01)
+        refused = await http.post(url, json=PING)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert (await http.head(f"{base}/sse")).status_code == 405
+        release.set()
+        assert (await stream.message())["result"] == {}  # the queued ping is answered once it frees up
+        await stream.response.aclose()

@@ -188,6 +188,9 @@ class SSEEndpoints:
 
     # -- GET: the session's stream ---------------------------------------------------------
     async def stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["method"] != "GET":  # HEAD: a stream with no body would hold a session for nothing
+            await PlainTextResponse("Method Not Allowed", 405, {"Allow": "GET"})(scope, receive, send)
+            return
         headers = RequestHeaders(scope["headers"])
         admitted, token = await self._admit(scope, headers, receive, send)
         if not admitted:
