@@ -110,8 +110,6 @@ class RequestScope:
     close_sse_stream: Callable[[], Awaitable[None]] | None = None
     """Ends the HTTP stream carrying this request's answer so the client resumes it (SEP-1699); None: no
     such stream (stdio, in memory, 2026-07-28, a server without an event store)."""
-    close_standalone_sse_stream: Callable[[], Awaitable[None]] | None = None
-    """Ends the session's GET stream so the client reconnects to it; None where there is none."""
 
 
 def detached_scope(server: Any, method: str = "tools/call") -> RequestScope:
@@ -430,10 +428,9 @@ class Context(Generic[LifespanT, RequestT]):
             await close()
 
     async def close_standalone_sse_stream(self) -> None:
-        """End the session's GET stream so the client reconnects to it (a no-op where there is none)."""
-        close = self._scope.close_standalone_sse_stream
-        if close is not None:
-            await close()
+        """The official SDK's call to end a session's GET stream: a no-op here, as the official's is
+        without an event store (its client does not reconnect to that stream). The GET stream carries
+        only what belongs to no request; a long call ends its own with `close_sse_stream`."""
 
     # -- mid-call questions (handshake era) ----------------------------------------------
     def _mid_call(self, what: str, marker: str) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:

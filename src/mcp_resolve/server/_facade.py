@@ -242,7 +242,7 @@ class MCPServer:
         """Routes `@mcp.custom_route` added, served beside the MCP endpoint by every app built after."""
         self.settings = ServerSettings(self, lifespan)
         """The official SDK's `mcp.settings`: the constructor's knobs, and host, port and paths for `run()`."""
-        self._apps: list[Any] = []
+        self._apps: weakref.WeakSet[Any] = weakref.WeakSet()  # the HTTP apps built (`session_manager`)
         self.lifespan_context: Any = None
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -644,6 +644,8 @@ class MCPServer:
         `_ALLOWED_HOSTS`, `_ALLOWED_ORIGINS`, `_LOG_LEVEL`; docs/configuration.md), then the
         defaults. `log_level` (else the server's own `log_level`) sets the `mcp_resolve` loggers.
         """
+        if transport == "sse":
+            options = _sse_names(options)
         serving.serve(
             self, transport, log_level or self.log_level, **self.settings.run_options(transport, options)
         )
@@ -679,7 +681,7 @@ class MCPServer:
         if mount_path is not None:
             options["mount_path"] = mount_path
         app = serving.sse_app(self, **options)
-        self._apps.append(app)
+        self._apps.add(app)
         return app
 
     def streamable_http_app(self, path: str | None = None, **options: Any) -> Any:
@@ -690,7 +692,7 @@ class MCPServer:
         """
         path = options.pop("streamable_http_path", path) or self.settings.streamable_http_path
         app = serving.http_app(self, path, **options)
-        self._apps.append(app)
+        self._apps.add(app)
         return app
 
     # -- the method table ----------------------------------------------------------------
