@@ -22,6 +22,7 @@ ids are unguessable (128 bits).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 from collections.abc import Sequence
@@ -220,10 +221,12 @@ class SSEEndpoints:
             del self.sessions[session.id]
             session.inbox_in.close()
             session.connection.fail_questions("the client closed the SSE stream")
-            async with session.lock:
-                session.gone = True
-                with anyio.CancelScope(shield=True), _quietly():
-                    await send({"type": "http.response.body", "body": b""})
+            with anyio.CancelScope(shield=True):  # the response ends cleanly even when cancelled
+                async with session.lock:
+                    session.gone = True
+                    if session.send is not None:
+                        with contextlib.suppress(OSError):  # the client may be gone already
+                            await send({"type": "http.response.body", "body": b""})
 
     async def _serve(self, session: _Session) -> None:
         """Dispatch the session's messages until its stream ends; requests run concurrently."""
@@ -329,16 +332,6 @@ async def _ping(session: _Session, interval: float) -> None:
     while not session.gone:
         await anyio.sleep(interval)
         await session.write(_PING)
-
-
-class _quietly:
-    """Suppress the errors of writing to a client that is already gone."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
-        return isinstance(exc, OSError)
 
 
 class _Asgi:
