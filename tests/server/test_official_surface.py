@@ -398,3 +398,25 @@ async def test_custom_routes_are_outside_the_bearer_check_as_on_the_official() -
     async with http_server(mcp.streamable_http_app()) as base, httpx.AsyncClient(timeout=10) as http:
         assert (await http.get(f"{base}/health")).json()["status"] == "ok"
         assert (await http.post(f"{base}/mcp", json={})).status_code == 401
+
+
+def test_top_level_error_names_import_from_the_package_with_the_official_meaning() -> None:
+    import mcp as official
+    from mcp_types import ElicitRequestURLParams
+
+    import mcp_resolve
+
+    asked = [
+        ElicitRequestURLParams(message="Sign in", url="https://example.com/consent", elicitation_id="e1")
+    ]
+    ours = mcp_resolve.UrlElicitationRequiredError(asked)
+    theirs = official.UrlElicitationRequiredError(asked)
+    assert isinstance(ours, mcp_resolve.MCPError)
+    assert (ours.code, ours.message, ours.data) == (theirs.code, theirs.message, theirs.data)
+    plain, reference = (
+        mcp_resolve.MCPError(-32000, "busy", {"x": 1}),
+        official.MCPError(-32000, "busy", {"x": 1}),
+    )
+    assert (plain.code, plain.message, plain.data) == (reference.code, reference.message, reference.data)
+    for name in ("MCPError", "UrlElicitationRequiredError", "StdioServerParameters"):
+        assert name in mcp_resolve.__all__ and hasattr(mcp_resolve, name)

@@ -11,6 +11,8 @@ Behind this face the transport is grouped by concern, all private:
 - `_streams`: long-lived streams (a session's GET stream, resumption) and their per-client caps;
 - `_auth`: the bearer check, its challenges, Protected Resource Metadata;
 - `_fleet`: several processes: shared sessions, workers, the lifespan, uvicorn and its limits.
+
+Beside it, the public module `sse` serves the legacy HTTP+SSE transport (`mcp.sse_app()`).
 """
 
 from typing import TYPE_CHECKING, Any
