@@ -15,7 +15,7 @@ from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
-from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError
+from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError, UrlElicitationRequiredError
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
@@ -23,7 +23,7 @@ from .sealing import RequestStateSecurity
 from .server import MCPServer
 
 if TYPE_CHECKING:
-    from .client import Client
+    from .client import Client, StdioServerParameters
     from .extension import (
         Extension,
         MethodBinding,
@@ -77,8 +77,10 @@ __all__ = [
     "ServerMiddleware",
     "ServerRequestContext",
     "SqliteReplayStore",
+    "StdioServerParameters",
     "ToolBinding",
     "ToolError",
+    "UrlElicitationRequiredError",
     "UserMessage",
     "__version__",
     "authenticated_principal",
@@ -87,11 +89,11 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """`Client` and the extension API load on first use: most processes need neither."""
-    if name == "Client":
-        from .client import Client
+    """`Client` (and `StdioServerParameters`) and the extension API load on first use: most processes need neither."""
+    if name in ("Client", "StdioServerParameters"):
+        from . import client
 
-        return Client
+        return getattr(client, name)
     if name in _EXTENSION_NAMES:
         from . import extension
 

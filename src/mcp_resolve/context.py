@@ -10,18 +10,20 @@ client mid-request, so those methods tell the author to use a resolver.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from mcp_types import (
     ClientCapabilities,
     CreateMessageResult,
     Implementation,
+    InputRequiredResult,
     ListRootsResult,
     LoggingLevel,
     SamplingMessage,
 )
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from pydantic import BaseModel
 from typing_extensions import TypeVar  # TypeVar(default=...) (PEP 696) before Python 3.13
 
@@ -34,7 +36,7 @@ from .elicitation import (
     outcome_from_answer,
     url_outcome_from_answer,
 )
-from .errors import MidCallQuestionUnavailable
+from .errors import MidCallQuestionUnavailable, ToolError
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
@@ -42,6 +44,7 @@ from .resolve.questions import render_question
 if TYPE_CHECKING:
     from .auth.tokens import AccessToken
     from .resolve.run import Questioner, RunObserver
+    from .server import MCPServer, ReadResourceContents
 
 __all__ = [
     "LOG_LEVELS",
@@ -51,6 +54,7 @@ __all__ = [
     "RequestScope",
     "ServerMiddleware",
     "ServerRequestContext",
+    "detached_scope",
 ]
 # CallNext, HandlerResult, ServerMiddleware, ServerRequestContext: re-exported where the official SDK
 # keeps them (`mcp.server.context`), so a port changes only the package name.
@@ -101,6 +105,45 @@ class RequestScope:
     peer: str | None = None
     """The client as its transport knows it ("address ..." over HTTP, "connection ..." on a stream): what
     per-client bounds count by when there is no principal (tasks). Not an identity: never authorises."""
+    server: Any = None
+    """The MCPServer serving the request (`ctx.mcp_server`); None only for a scope built by hand."""
+    close_sse_stream: Callable[[], Awaitable[None]] | None = None
+    """Ends the HTTP stream carrying this request's answer so the client resumes it (SEP-1699); None: no
+    such stream (stdio, in memory, 2026-07-28, a server without an event store)."""
+
+
+def detached_scope(server: Any, method: str = "tools/call") -> RequestScope:
+    """The request a call made in this process stands for (`mcp.call_tool`, `Context(mcp_server=mcp)`).
+
+    No client: nothing declared, log messages and progress go nowhere, and a
+    mid-call question fails with a ToolError saying why.
+    """
+    return RequestScope(
+        request_id=None,
+        method=method,
+        era="handshake",
+        protocol_version=LATEST_HANDSHAKE_VERSION,
+        client_capabilities={},
+        client_info=None,
+        log_level=None,
+        progress_token=None,
+        meta={},
+        send_notification=_nowhere,
+        send_request=_no_client,
+        lifespan_context=None if server is None else server.lifespan_context,
+        server=server,
+    )
+
+
+async def _nowhere(method: str, params: dict[str, Any]) -> None:
+    """A detached call's log messages and progress: no client to hear them."""
+
+
+async def _no_client(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """`ctx.elicit()` and friends in a detached call: say why there is no answer, as a tool error."""
+    raise ToolError(
+        f"{method} needs a client, and a direct call (mcp.call_tool) has none; call through Client(mcp)"
+    )
 
 
 class _RequestContextView:
@@ -150,8 +193,18 @@ class Context(Generic[LifespanT, RequestT]):
     __mcp_resolve_context__ = True  # resolve.plan.CONTEXT_MARK: how the engine knows a Context parameter
 
     def __init__(
-        self, scope: RequestScope | Callable[[], RequestScope], observer: RunObserver | None = None
+        self,
+        scope: RequestScope | Callable[[], RequestScope] | None = None,
+        observer: RunObserver | None = None,
+        *,
+        mcp_server: MCPServer | None = None,
     ) -> None:
+        """`Context(mcp_server=mcp)`, as the official SDK spells it, is a request with no client,
+        for calling a tool function directly in a test; the framework passes a `RequestScope`."""
+        if scope is None:
+            scope = detached_scope(mcp_server)
+        elif mcp_server is not None:
+            raise TypeError("Context(scope, mcp_server=...): give one of them")
         if isinstance(scope, RequestScope):
             self._built: RequestScope | None = scope
             self._build: Callable[[], RequestScope] | None = None
@@ -252,6 +305,14 @@ class Context(Generic[LifespanT, RequestT]):
         return _RequestContextView(self._scope)
 
     @property
+    def mcp_server(self) -> MCPServer:
+        """The server serving this request, as in the official SDK (ValueError for a scope built without one)."""
+        server = self._scope.server
+        if server is None:
+            raise ValueError("Context is not available outside of a request")
+        return server  # type: ignore[no-any-return]
+
+    @property
     def session(self) -> RequestSession:
         """The official SDK's `ctx.session` methods that tool code calls, for this request (`request_session.py`)."""
         return RequestSession(self, self._scope)
@@ -317,6 +378,59 @@ class Context(Generic[LifespanT, RequestT]):
         if message is not None:
             params["message"] = message
         await self._scope.send_notification("notifications/progress", params)
+
+    # -- the server's own offer: read, and tell clients it changed -------------------------
+    async def read_resource(self, uri: Any) -> Iterable[ReadResourceContents]:
+        """Read one of this server's resources from inside a request: its contents, as `mcp.read_resource`.
+
+        Runs as a fresh first round: the resource never sees this request's
+        `input_responses` or `request_state`. A resource that asks for input
+        (an `InputRequiredResult`) raises RuntimeError here; forward such a
+        result with `mcp.read_resource(uri, ctx)` instead.
+        """
+        nested = Context(replace(self._scope, request_state=None, input_responses={}))
+        result = await self.mcp_server.read_resource(str(uri), nested)
+        if isinstance(result, InputRequiredResult):
+            raise RuntimeError(
+                "Resource returned InputRequiredResult; ctx.read_resource() only returns "
+                "content: use MCPServer.read_resource(uri, context) to receive and forward it."
+            )
+        return result
+
+    async def notify_tools_changed(self) -> None:
+        """Tell clients the tool list changed: handshake-era sessions and 2026-07-28 listen streams."""
+        await self.mcp_server.notify_list_changed("tools")
+
+    async def notify_prompts_changed(self) -> None:
+        """Tell clients the prompt list changed (both eras, as `notify_tools_changed`)."""
+        await self.mcp_server.notify_list_changed("prompts")
+
+    async def notify_resources_changed(self) -> None:
+        """Tell clients the resource list changed (both eras, as `notify_tools_changed`)."""
+        await self.mcp_server.notify_list_changed("resources")
+
+    async def notify_resource_updated(self, uri: Any) -> None:
+        """Tell the clients subscribed to `uri` that it changed: `resources/subscribe` sessions and
+        `subscriptions/listen` streams alike (the URI is matched exactly)."""
+        await self.mcp_server.notify_resource_updated(str(uri))
+
+    # -- SSE polling (SEP-1699) ----------------------------------------------------------
+    async def close_sse_stream(self) -> None:
+        """End the SSE stream carrying this request's answer, so the client reconnects and resumes it.
+
+        For long work: the client resumes with `Last-Event-ID` after the
+        stream's `retry` hint and gets what was sent meanwhile. Only a
+        handshake-era request on Streamable HTTP with an event store has such
+        a stream; everywhere else this does nothing, as in the official SDK.
+        """
+        close = self._scope.close_sse_stream
+        if close is not None:
+            await close()
+
+    async def close_standalone_sse_stream(self) -> None:
+        """The official SDK's call to end a session's GET stream: a no-op here, as the official's is
+        without an event store (its client does not reconnect to that stream). The GET stream carries
+        only what belongs to no request; a long call ends its own with `close_sse_stream`."""
 
     # -- mid-call questions (handshake era) ----------------------------------------------
     def _mid_call(self, what: str, marker: str) -> Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]:

@@ -58,6 +58,22 @@ class Prompt:
                 entry["description"] = info.description
             self.arguments.append(entry)
 
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Prompt:
+        """A prompt built before any server, for `mcp.add_prompt()`; the server it joins supplies its overrides."""
+        return cls(fn, name=name, title=title, description=description, meta=meta, overrides=Overrides())
+
+    def use_overrides(self, overrides: Overrides) -> None:
+        """Resolve through `overrides` from now on (a prebuilt prompt joining a server)."""
+        self.signature.use_overrides(overrides)
+
     def definition(self) -> dict[str, Any]:
         definition: dict[str, Any] = {"name": self.name, "arguments": self.arguments}
         if self.title:

@@ -46,6 +46,7 @@ from .handlers import (
 from .listing import list_items
 from .meta import callers_meta, era_meta, traced
 from .negotiation import Mode, check_mode, negotiate
+from .pipes import StdioServerParameters
 from .rounds import run_rounds
 from .session import ClientSession, NotificationHandler
 
@@ -92,7 +93,7 @@ class Client:
 
     def __init__(
         self,
-        target: MCPServer | str | Sequence[str],
+        target: MCPServer | str | Sequence[str] | StdioServerParameters,
         *,
         mode: Mode = "auto",
         elicitation_handler: ElicitationHandler | None = None,
@@ -115,6 +116,10 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         verify: ssl.SSLContext | bool | str | None = None,
     ) -> None:
+        if isinstance(target, StdioServerParameters):  # the official SDK's way to name a stdio server
+            env = {**target.env, **(env or {})} if target.env else env
+            cwd = target.cwd if cwd is None else cwd
+            target = [target.command, *target.args]
         check_options(target, auth=auth, http_client=http_client, verify=verify, cwd=cwd)
         check_mode(mode)
         self.target = target

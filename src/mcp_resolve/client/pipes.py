@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -24,7 +25,14 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..protocol.jsonrpc import encode
 
-__all__ = ["UNDELIVERED", "MessagePipe", "open_stdio", "stdio_command", "undelivered"]
+__all__ = [
+    "UNDELIVERED",
+    "MessagePipe",
+    "StdioServerParameters",
+    "open_stdio",
+    "stdio_command",
+    "undelivered",
+]
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 UNDELIVERED = "undelivered"
@@ -44,6 +52,32 @@ class MessagePipe(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StdioServerParameters:
+    """A stdio server to start, with the official SDK's field names: `Client(StdioServerParameters(...))`.
+
+    `env` is added to this process's environment (the official adds it to a
+    short default list instead); `encoding` and `encoding_error_handler` are
+    accepted for ports and must stay UTF-8 and strict: JSON-RPC on stdio is UTF-8.
+    """
+
+    command: str
+    args: Sequence[str] = ()
+    env: dict[str, str] | None = None
+    cwd: str | os.PathLike[str] | None = None
+    encoding: str = "utf-8"
+    encoding_error_handler: str = "strict"
+
+    def __post_init__(self) -> None:
+        if (
+            self.encoding.lower().replace("_", "-") not in ("utf-8", "utf8")
+            or self.encoding_error_handler != "strict"
+        ):
+            raise ValueError(
+                "MCP over stdio is UTF-8 JSON: keep encoding='utf-8' and encoding_error_handler='strict'"
+            )
 
 
 def stdio_command(target: str | Sequence[str]) -> list[str]:

@@ -51,6 +51,8 @@ class IncomingRequest:
     """The bearer token the transport verified for this one request (a protected HTTP server)."""
     peer: str | None = None
     """Who sent it, as the transport knows: "address ..." over HTTP, else None for the connection's."""
+    close_stream: Callable[[], Awaitable[None]] | None = None
+    """Ends the resumable HTTP stream carrying this request's answer (`ctx.close_sse_stream`); None: none."""
 
 
 @dataclass(slots=True)

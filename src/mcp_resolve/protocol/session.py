@@ -473,10 +473,12 @@ class Connection:
             send_notification=notifier(sink),
             send_request=send_request,
             lifespan_context=self.server.lifespan_context,
+            server=self.server,
             headers=request.headers if request.headers is not None else self.headers,
             principal=self.principal,
             access_token=request.access_token,
             questioner=questioner if watch is None else watch.questioner(questioner),
             peer=request.peer or self.peer,
+            close_sse_stream=request.close_stream,
         )
         return handshake.finish_result(await handler(request.params, Context(scope, watch)))

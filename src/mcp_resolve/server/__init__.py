@@ -11,7 +11,8 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 - `_methods`: the era-free handlers for tools/*, resources/*, prompts/*, completion;
 - `_serving`: the lifespan, shared by every transport and connection, and the choice of transport;
 - `_deployment`: what a deployment gives a server (keys, stores) and whether it can work at all;
-- `_direct`: `await mcp.call_tool(...)` in this process, with no client;
+- `_direct`: `await mcp.call_tool(...)`, `read_resource`, `get_prompt` in this process, with no client;
+- `_surface`: the official SDK's `settings`, `session_manager` and `custom_route` records;
 - `_completion`: the `@mcp.completion()` handler;
 - `_mount`: `mount` and `import_server`, one server served through another (it files renamed copies in
   the parent's registry and follows the mounted one through `Registry.watch`);
@@ -19,7 +20,8 @@ lifespan. The layers below know no class: `protocol/` and `transports/` ask for 
 """
 
 from ._deployment import Deployment
+from ._direct import ReadResourceContents
 from ._facade import MCPServer
 from ._registry import Registry
 
-__all__ = ["Deployment", "MCPServer", "Registry"]
+__all__ = ["Deployment", "MCPServer", "ReadResourceContents", "Registry"]

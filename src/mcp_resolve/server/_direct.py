@@ -19,28 +19,31 @@ The lifespan runs only inside `async with mcp.running():`.
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcp_types import CallToolResult, InputRequiredResult
-from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from mcp_types import CallToolResult, GetPromptResult, InputRequiredResult
 
 from .._signature import ArgumentError
-from ..context import Context, RequestScope
+from ..context import Context, detached_scope
 from ..errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     InvalidSignature,
     MCPError,
     ResourceError,
+    ResourceNotFoundError,
     ToolError,
     UnexpectedResourceError,
     UnexpectedToolError,
 )
+from ..resources import UnsafeParameter
 
 if TYPE_CHECKING:
     from ..tools import Tool
     from ._facade import MCPServer
 
-__all__ = ["call_tool_directly"]
+__all__ = ["ReadResourceContents", "call_tool_directly", "get_prompt_directly", "read_resource_directly"]
 
 
 async def call_tool_directly(
@@ -50,7 +53,7 @@ async def call_tool_directly(
     name = tool.name
     direct = context is None
     if context is None:
-        context = Context(lambda: _direct_scope(server))
+        context = Context(lambda: detached_scope(server))
     try:
         values = tool.signature.validate(arguments)
     except ArgumentError as exc:
@@ -79,30 +82,73 @@ async def call_tool_directly(
     return CallToolResult.model_validate(tool.convert_result(value))
 
 
-def _direct_scope(server: MCPServer) -> RequestScope:
-    """The request a direct call stands for: no client, so nothing declared and nowhere to send."""
-    return RequestScope(
-        request_id=None,
-        method="tools/call",
-        era="handshake",
-        protocol_version=LATEST_HANDSHAKE_VERSION,
-        client_capabilities={},
-        client_info=None,
-        log_level=None,
-        progress_token=None,
-        meta={},
-        send_notification=_nowhere,
-        send_request=_no_client,
-        lifespan_context=server.lifespan_context,
-    )
+@dataclass(frozen=True, slots=True)
+class ReadResourceContents:
+    """One content of a resource read in this process (`mcp.read_resource`, `ctx.read_resource`).
+
+    The official SDK's shape: `content` is the text (`str`) or the decoded
+    bytes of a blob, with the content's `mime_type` and `meta` (`_meta`).
+    """
+
+    content: str | bytes
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
 
 
-async def _nowhere(method: str, params: dict[str, Any]) -> None:
-    """A direct call's log messages and progress: no client to hear them."""
+async def read_resource_directly(
+    server: MCPServer, uri: str, context: Context[Any, Any] | None
+) -> list[ReadResourceContents] | InputRequiredResult:
+    """Read `uri` as `resources/read` would, raising what the wire would answer as an error.
+
+    `ResourceNotFoundError` for a URI nothing serves (or a template value its
+    security refuses, answered alike), `ResourceError` from the function, an
+    `UnexpectedResourceError` (cause: the original) for a crash, `MCPError` unchanged.
+    """
+    registry = server.registry
+    if context is None:
+        context = Context(detached_scope(server, "resources/read"))
+    try:
+        resource = registry.resources.get(uri)
+        if resource is not None:
+            result = await resource.read(context)
+        else:
+            for template in registry.templates.values():
+                variables = template.match(uri)
+                if variables is not None:
+                    result = await template.read(uri, variables, context)
+                    break
+            else:
+                raise ResourceNotFoundError(f"Unknown resource: {uri}")
+    except ArgumentError as exc:
+        raise ResourceError(f"Invalid params for resource {uri}: {exc}") from exc
+    except UnsafeParameter:
+        raise ResourceNotFoundError(f"Unknown resource: {uri}") from None
+    if "inputRequests" in result:
+        return InputRequiredResult.model_validate(result)
+    return [_content(item) for item in result.get("contents", ())]
 
 
-async def _no_client(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """`ctx.elicit()` and friends in a direct call: say why there is no answer, as a tool error."""
-    raise ToolError(
-        f"{method} needs a client, and a direct call (mcp.call_tool) has none; call through Client(mcp)"
-    )
+def _content(item: dict[str, Any]) -> ReadResourceContents:
+    content: str | bytes = item["text"] if "text" in item else base64.b64decode(item.get("blob", ""))
+    return ReadResourceContents(content, item.get("mimeType"), item.get("_meta"))
+
+
+async def get_prompt_directly(
+    server: MCPServer, name: str, arguments: dict[str, Any] | None, context: Context[Any, Any] | None
+) -> GetPromptResult | InputRequiredResult:
+    """Render a prompt as `prompts/get` would; ValueError for an unknown prompt or a failed render
+    (the official SDK's outcomes), `MCPError` unchanged."""
+    prompt = server.registry.prompt(name)
+    if prompt is None:
+        raise ValueError(f"Unknown prompt: {name}")
+    if context is None:
+        context = Context(detached_scope(server, "prompts/get"))
+    try:
+        result = await prompt.render(arguments, context)
+    except MCPError:
+        raise
+    except Exception as exc:
+        raise ValueError(str(exc)) from exc
+    if "inputRequests" in result:
+        return InputRequiredResult.model_validate(result)
+    return GetPromptResult.model_validate(result)

@@ -24,7 +24,19 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from mcp_types import Annotations, CallToolResult, Icon, Implementation, InputRequiredResult, ToolAnnotations
+from mcp_types import (
+    Annotations,
+    CallToolResult,
+    GetPromptResult,
+    Icon,
+    Implementation,
+    InputRequiredResult,
+    ToolAnnotations,
+)
+from mcp_types import Prompt as PromptDefinition
+from mcp_types import Resource as ResourceDefinition
+from mcp_types import ResourceTemplate as ResourceTemplateDefinition
+from mcp_types import Tool as ToolDefinition
 
 from .._caching import CacheableMethod, CacheHint, checked_cache_hints
 from .._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
@@ -40,9 +52,10 @@ from . import _registration as registration
 from . import _serving as serving
 from ._completion import Completer
 from ._deployment import Deployment, choose_deployment
-from ._direct import call_tool_directly
+from ._direct import ReadResourceContents, call_tool_directly, get_prompt_directly, read_resource_directly
 from ._methods import Handler, method_table
 from ._registry import Registry
+from ._surface import CustomRoute, ServerSettings, SessionManager
 from .hooks import TaskSupport, install_builtins
 
 if TYPE_CHECKING:
@@ -226,6 +239,11 @@ class MCPServer:
         """Runs the calls of tools registered with `task_support`: the tasks extension sets it (`hooks`)."""
         self.dependency_overrides = Overrides()
         self._lifespan = serving.SharedLifespan(lifespan)
+        self.custom_routes: list[CustomRoute] = []
+        """Routes `@mcp.custom_route` added, served beside the MCP endpoint by every app built after."""
+        self.settings = ServerSettings(self, lifespan)
+        """The official SDK's `mcp.settings`: the constructor's knobs, and host, port and paths for `run()`."""
+        self._apps: weakref.WeakSet[Any] = weakref.WeakSet()  # the HTTP apps built (`session_manager`)
         self.lifespan_context: Any = None
         self._roots_changed: Callable[[], Awaitable[None]] | None = None
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -441,6 +459,31 @@ class MCPServer:
 
         return register
 
+    def add_prompt(self, prompt: Prompt) -> None:
+        """Register a prompt built beforehand (`Prompt.from_function(fn)`), as the official SDK's does."""
+        registration.add_prebuilt_prompt(self.registry, self.dependency_overrides, prompt)
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt (ValueError if there is none); follow with `notify_list_changed("prompts")`."""
+        self.registry.remove_prompt(name)
+
+    def custom_route(
+        self, path: str, methods: list[str], name: str | None = None, include_in_schema: bool = True
+    ) -> Callable[[F], F]:
+        """Serve a Starlette handler (`async def handler(request) -> Response`) at `path` on the HTTP apps.
+
+        For health checks, webhooks, OAuth callbacks: the route sits beside the
+        MCP endpoint in the app `streamable_http_app()` (and `sse_app()`) builds,
+        after it, so it never shadows it. No bearer check runs on it, as in the
+        official SDK: check the caller yourself if it must not be public.
+        """
+
+        def register(fn: F) -> F:
+            self.custom_routes.append(CustomRoute(path, fn, tuple(methods), name, include_in_schema))
+            return fn
+
+        return register
+
     def completion(self) -> Callable[[F], F]:
         """Register the argument-completion handler: `async def complete(ref, argument, context)`.
 
@@ -599,28 +642,88 @@ class MCPServer:
         if self._roots_changed is not None:
             await self._roots_changed()
 
+    @property
+    def session_manager(self) -> SessionManager:
+        """The official SDK's `mcp.session_manager`: `async with mcp.session_manager.run():` in the
+        lifespan of a parent app runs the lifespan of the apps built by `streamable_http_app()`/`sse_app()`.
+
+        RuntimeError before any was built, as in the official SDK.
+        """
+        if not self._apps:
+            raise RuntimeError(
+                "session_manager is available once streamable_http_app() (or sse_app()) has built an app"
+            )
+        return SessionManager(tuple(self._apps))
+
     def running(self) -> AbstractAsyncContextManager[MCPServer]:
         """Run the lifespan once however many transports or connections share this server."""
         return serving.running(self, self._lifespan)
 
     def run(
         self,
-        transport: Literal["stdio", "streamable-http"] = "stdio",
+        transport: Literal["stdio", "streamable-http", "sse"] = "stdio",
         *,
         log_level: str | None = None,
         **options: Any,
     ) -> None:
         """Serve until stopped: stdio by default, or `transport="streamable-http"` (host, port, path, ...).
 
+        `transport="sse"` serves the legacy HTTP+SSE transport (handshake era only; `sse_app`).
+
         What is not passed comes from the environment (`MCP_RESOLVE_HOST`, `_PORT`, `_PATH`,
         `_ALLOWED_HOSTS`, `_ALLOWED_ORIGINS`, `_LOG_LEVEL`; docs/configuration.md), then the
         defaults. `log_level` (else the server's own `log_level`) sets the `mcp_resolve` loggers.
         """
-        serving.serve(self, transport, log_level or self.log_level, **options)
+        if transport == "sse":
+            options = _sse_names(options)
+        serving.serve(
+            self, transport, log_level or self.log_level, **self.settings.run_options(transport, options)
+        )
 
-    def streamable_http_app(self, path: str = "/mcp", **options: Any) -> Any:
-        """An ASGI app serving this server at `path`, to run with uvicorn or mount in Starlette/FastAPI."""
-        return serving.http_app(self, path, **options)
+    async def run_stdio_async(self) -> None:
+        """Serve over stdin/stdout until stdin closes, in the running event loop."""
+        await serving.serve_async(self, "stdio", self.log_level)
+
+    async def run_streamable_http_async(self, **options: Any) -> None:
+        """Serve Streamable HTTP under uvicorn in the running event loop (the options of `run()`)."""
+        options = self.settings.run_options("streamable-http", options)
+        await serving.serve_async(self, "streamable-http", self.log_level, **options)
+
+    async def run_sse_async(self, **options: Any) -> None:
+        """Serve the legacy HTTP+SSE transport under uvicorn in the running event loop (`sse_app` options,
+        plus host, port)."""
+        options = self.settings.run_options("sse", _sse_names(options))
+        await serving.serve_async(self, "sse", self.log_level, **options)
+
+    def sse_app(self, mount_path: str | None = None, **options: Any) -> Any:
+        """An ASGI app serving the legacy HTTP+SSE transport (protocol 2024-11-05's): GET `sse_path`
+        ("/sse") opens a session's stream, its messages are POSTed to `message_path` ("/messages/").
+
+        Handshake era only: a 2026-07-28 client needs `streamable_http_app()`.
+        `mount_path`: where a parent app mounts this one, when the parent does not
+        set the ASGI `root_path` itself (the `endpoint` event must name the full path).
+        Options are `mcp_resolve.transports.http.sse.SSEOptions` fields; the official's
+        `max_request_body_size` is accepted for `max_body_bytes`.
+        """
+        options = _sse_names(options)
+        options.setdefault("sse_path", self.settings.sse_path)
+        options.setdefault("message_path", self.settings.message_path)
+        if mount_path is not None:
+            options["mount_path"] = mount_path
+        app = serving.sse_app(self, **options)
+        self._apps.add(app)
+        return app
+
+    def streamable_http_app(self, path: str | None = None, **options: Any) -> Any:
+        """An ASGI app serving this server at `path`, to run with uvicorn or mount in Starlette/FastAPI.
+
+        `path` defaults to `settings.streamable_http_path` ("/mcp"); the official's
+        `streamable_http_path=` is accepted as its other name.
+        """
+        path = options.pop("streamable_http_path", path) or self.settings.streamable_http_path
+        app = serving.http_app(self, path, **options)
+        self._apps.add(app)
+        return app
 
     # -- the method table ----------------------------------------------------------------
     def serves(self, method: str) -> bool:
@@ -649,6 +752,43 @@ class MCPServer:
         return handler
 
     # -- direct calls (tests) ------------------------------------------------------------
+    async def list_tools(self) -> list[ToolDefinition]:
+        """The tools as `tools/list` lists them (every one, unpaged), as the official SDK's."""
+        return [ToolDefinition.model_validate(tool.definition()) for tool in self.registry.tools.values()]
+
+    async def list_resources(self) -> list[ResourceDefinition]:
+        """The static resources as `resources/list` lists them (unpaged)."""
+        resources = self.registry.resources.values()
+        return [ResourceDefinition.model_validate(resource.definition()) for resource in resources]
+
+    async def list_resource_templates(self) -> list[ResourceTemplateDefinition]:
+        """The resource templates as `resources/templates/list` lists them (unpaged)."""
+        templates = self.registry.templates.values()
+        return [ResourceTemplateDefinition.model_validate(template.definition()) for template in templates]
+
+    async def list_prompts(self) -> list[PromptDefinition]:
+        """The prompts as `prompts/list` lists them (unpaged)."""
+        return [
+            PromptDefinition.model_validate(prompt.definition()) for prompt in self.registry.prompts.values()
+        ]
+
+    async def read_resource(
+        self, uri: Any, context: Context[Any, Any] | None = None
+    ) -> list[ReadResourceContents] | InputRequiredResult:
+        """Read a resource in this process: its contents (`ReadResourceContents`), for tests and tools.
+
+        Raises what the wire answers as an error: `ResourceNotFoundError` for a
+        URI nothing serves, `ResourceError` from the function, `UnexpectedResourceError`
+        around a crash. A template that asks for input returns its `InputRequiredResult`.
+        """
+        return await read_resource_directly(self, str(uri), context)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
+    ) -> GetPromptResult | InputRequiredResult:
+        """Render a prompt in this process, as `prompts/get` would; ValueError for an unknown one."""
+        return await get_prompt_directly(self, name, arguments, context)
+
     async def call_tool(
         self, name: str, arguments: dict[str, Any] | None = None, context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
@@ -662,3 +802,11 @@ class MCPServer:
         if tool is None:
             raise ToolError(unknown_name("tool", name, tools))
         return await call_tool_directly(self, tool, arguments, context)
+
+
+def _sse_names(options: dict[str, Any]) -> dict[str, Any]:
+    """The official SDK's keyword names of the SSE app, as ours."""
+    options = dict(options)
+    if "max_request_body_size" in options:
+        options["max_body_bytes"] = options.pop("max_request_body_size")
+    return options

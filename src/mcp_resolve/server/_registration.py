@@ -71,6 +71,14 @@ def add_function_resource(
         registry.add_resource(Resource(fn, **options))
 
 
+def add_prebuilt_prompt(registry: Registry, overrides: Overrides, prompt: Prompt) -> None:
+    """A `Prompt.from_function(...)` built before this server: it resolves through this server's overrides."""
+    if not isinstance(prompt, Prompt):
+        raise TypeError(f"expected a Prompt (Prompt.from_function(fn)), not {prompt!r}")
+    prompt.use_overrides(overrides)
+    registry.add_prompt(prompt)
+
+
 def add_prompt(registry: Registry, overrides: Overrides, fn: Callable[..., Any], **options: Any) -> None:
     """Build a Prompt from `fn` (what `@mcp.prompt()` does) and register it."""
     registry.add_prompt(Prompt(fn, overrides=overrides, **options))

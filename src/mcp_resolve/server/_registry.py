@@ -235,6 +235,11 @@ class Registry:
         for watcher in list(self._watchers):
             watcher.removed(slot)
 
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt; ValueError if there is none of that name (the official SDK's error)."""
+        if self._prompts.pop(name, None) is None:
+            raise ValueError(f"Unknown prompt: {name}")
+
     def _warn_if_taken(self, kind: Kind, key: str, registered: Mapping[str, object]) -> None:
         """A second registration under one name replaces the first; say so unless told not to."""
         if key in registered and self.warn_on_duplicate[kind]:

@@ -20,7 +20,9 @@ import anyio
 if TYPE_CHECKING:
     from ._facade import MCPServer
 
-__all__ = ["SharedLifespan", "http_app", "running", "serve"]
+__all__ = ["SharedLifespan", "http_app", "running", "serve", "serve_async", "sse_app"]
+
+Transport = Literal["stdio", "streamable-http", "sse"]
 
 
 class SharedLifespan:
@@ -121,9 +123,7 @@ async def _close_verifier(verifier: Any) -> None:
             await verifier.aclose()
 
 
-def serve(
-    server: MCPServer, transport: Literal["stdio", "streamable-http"], log_level: str | None, **options: Any
-) -> None:
+def serve(server: MCPServer, transport: Transport, log_level: str | None, **options: Any) -> None:
     """Serve `server` on `transport` until stopped."""
     if transport == "stdio":
         from ..transports.stdio import serve_stdio
@@ -132,16 +132,74 @@ def serve(
     elif transport == "streamable-http":
         from ..transports.http import serve_http
 
-        serve_http(server, log_level=log_level, **options)
+        options = _health_yields(server, options)
+        serve_http(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
+    elif transport == "sse":
+        from ..transports.http.sse import serve_sse
+
+        serve_sse(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     else:
-        raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'streamable-http'")
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'streamable-http' or 'sse'")
+
+
+async def serve_async(server: MCPServer, transport: Transport, log_level: str | None, **options: Any) -> None:
+    """Serve `server` on `transport` in the running event loop until stopped (or cancelled)."""
+    if transport == "stdio":
+        from ..transports.stdio import serve_stdio
+
+        await serve_stdio(server, log_level=log_level)
+    elif transport == "streamable-http":
+        from ..transports.http import serve_http_async
+
+        options = _health_yields(server, options)
+        await serve_http_async(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
+    elif transport == "sse":
+        from ..transports.http.sse import serve_sse_async
+
+        await serve_sse_async(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
+    else:
+        raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'streamable-http' or 'sse'")
+
+
+def starlette_routes(server: MCPServer) -> list[Any]:
+    """The server's `@mcp.custom_route` routes as Starlette routes."""
+    from starlette.routing import Route
+
+    return [
+        Route(r.path, r.endpoint, methods=list(r.methods), name=r.name, include_in_schema=r.include_in_schema)
+        for r in server.custom_routes
+    ]
+
+
+def _health_yields(server: MCPServer, options: dict[str, Any]) -> dict[str, Any]:
+    """No built-in health route where a custom route of the server takes its path (`/health` is popular)."""
+    health = options.get("health_path", "/health")
+    if health is not None and any(route.path == health for route in server.custom_routes):
+        options = {**options, "health_path": None}
+    return options
 
 
 def http_app(server: MCPServer, path: str, **options: Any) -> Any:
-    """The ASGI app serving `server` at `path`, in Starlette's debug mode when the server asks for it."""
+    """The ASGI app serving `server` at `path`, in Starlette's debug mode when the server asks for it.
+
+    The server's custom routes come after the endpoint's own, so they never shadow it; one
+    at the built-in health route's path replaces that route.
+    """
     from ..transports.http import create_app
 
-    app = create_app(server, path=path, **options)
+    app = create_app(server, path=path, **_health_yields(server, options))
+    app.router.routes.extend(starlette_routes(server))
     if server.debug:
         app.debug = True  # Starlette's: tracebacks in the error page of a crashed request
+    return app
+
+
+def sse_app(server: MCPServer, **options: Any) -> Any:
+    """The legacy HTTP+SSE app serving `server` (handshake era only), with the server's custom routes."""
+    from ..transports.http.sse import create_sse_app
+
+    app = create_sse_app(server, **options)
+    app.router.routes.extend(starlette_routes(server))
+    if server.debug:
+        app.debug = True
     return app

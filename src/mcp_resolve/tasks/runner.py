@@ -358,6 +358,7 @@ class TaskRunner:
             send_notification=partial(self.notify, run),
             send_request=None,
             lifespan_context=self.server.lifespan_context,
+            server=self.server,
             headers=trigger.headers,
             principal=record.principal,
             access_token=trigger.access_token,

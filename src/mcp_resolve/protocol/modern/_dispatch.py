@@ -223,6 +223,7 @@ def request_scope(
         send_notification=notifier(sink),
         send_request=None,
         lifespan_context=server.lifespan_context,
+        server=server,
         headers=headers,
         principal=principal,
         access_token=request.access_token,

@@ -11,11 +11,13 @@ Behind this face the transport is grouped by concern, all private:
 - `_streams`: long-lived streams (a session's GET stream, resumption) and their per-client caps;
 - `_auth`: the bearer check, its challenges, Protected Resource Metadata;
 - `_fleet`: several processes: shared sessions, workers, the lifespan, uvicorn and its limits.
+
+Beside it, the public module `sse` serves the legacy HTTP+SSE transport (`mcp.sse_app()`).
 """
 
 from typing import TYPE_CHECKING, Any
 
-from ._app import StreamableHTTPApp, create_app, default_allowed_hosts, serve_http
+from ._app import StreamableHTTPApp, create_app, default_allowed_hosts, serve_http, serve_http_async
 from ._exchange.endpoint import StreamableHTTPEndpoint
 from .options import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_STREAMS, HttpOptions
 
@@ -37,6 +39,7 @@ __all__ = [
     "metadata_routes",
     "metadata_url",
     "serve_http",
+    "serve_http_async",
     "uvicorn_options",
 ]
 

@@ -42,6 +42,7 @@ __all__ = [
     "StreamableHTTPEndpoint",
     "create_app",
     "serve_http",
+    "serve_http_async",
 ]
 
 logger = logging.getLogger("mcp_resolve.http")
@@ -173,6 +174,7 @@ def serve_http(
     log_level: str | None = None,
     limits: ServerLimits | None = None,
     trusted_proxies: Sequence[str] | None = None,
+    extra_routes: Sequence[Any] = (),
     **options: Any,
 ) -> None:
     """Serve until stopped. Several workers need `app_import` ("package.module:app"), as uvicorn imports the app in each.
@@ -185,6 +187,7 @@ def serve_http(
     bounded connections, header size and time for a request to arrive
     (`_fleet.limits`). The app's long-lived streams (`max_streams`) get at
     most the connections `limits` does not reserve for short requests.
+    `extra_routes` (Starlette routes) are served after the endpoint (`@mcp.custom_route`).
     """
     settings = load_settings(log_level=log_level)  # arguments win; the environment fills in the rest
     host = settings.host if host is None else host
@@ -209,13 +212,7 @@ def serve_http(
             )
         uvicorn.run(app_import, host=host, port=port, workers=workers, log_level=uvicorn_level, **bounded)
         return
-    for name in ("allowed_hosts", "allowed_origins"):
-        if options.get(name) is None:
-            options[name] = getattr(settings, name)
-    if options["allowed_hosts"] is None:
-        options["allowed_hosts"] = default_allowed_hosts(host)
-    options["max_streams"] = _stream_room(options, limits)
-    app = create_app(server, path=path, **options)
+    app = _single_app(server, path, host, settings, limits, extra_routes, options)
     uvicorn.run(
         app,
         host=host,
@@ -224,3 +221,60 @@ def serve_http(
         timeout_graceful_shutdown=5,
         **bounded,
     )
+
+
+def _single_app(
+    server: ServedServer,
+    path: str,
+    host: str,
+    settings: Any,
+    limits: ServerLimits,
+    extra_routes: Sequence[Any],
+    options: dict[str, Any],
+) -> StreamableHTTPApp:
+    """The app one process serves: hosts and origins from the settings where not given, streams within `limits`."""
+    for name in ("allowed_hosts", "allowed_origins"):
+        if options.get(name) is None:
+            options[name] = getattr(settings, name)
+    if options["allowed_hosts"] is None:
+        options["allowed_hosts"] = default_allowed_hosts(host)
+    options["max_streams"] = _stream_room(options, limits)
+    app = create_app(server, path=path, **options)
+    app.router.routes.extend(extra_routes)
+    return app
+
+
+async def serve_http_async(
+    server: ServedServer,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    path: str | None = None,
+    log_level: str | None = None,
+    limits: ServerLimits | None = None,
+    trusted_proxies: Sequence[str] | None = None,
+    extra_routes: Sequence[Any] = (),
+    **options: Any,
+) -> None:
+    """`serve_http` in the running event loop (one process): the official `run_streamable_http_async`."""
+    settings = load_settings(log_level=log_level)
+    host = settings.host if host is None else host
+    port = settings.port if port is None else port
+    path = settings.path if path is None else path
+    level = configure_logging(settings.log_level)
+    server.deployment.check(1)
+    from ._fleet.limits import ServerLimits, uvicorn_options
+
+    limits = limits or ServerLimits()
+    trusted = settings.trusted_proxies if trusted_proxies is None else trusted_proxies
+    bounded = uvicorn_options(limits, workers=1, trusted_proxies=trusted)
+    app = _single_app(server, path, host, settings, limits, extra_routes, options)
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=level.lower() if level in _UVICORN_LEVELS else "info",
+        timeout_graceful_shutdown=5,
+        **bounded,
+    )
+    await uvicorn.Server(config).serve()

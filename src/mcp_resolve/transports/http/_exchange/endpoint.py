@@ -385,6 +385,8 @@ class StreamableHTTPEndpoint:
                 request = IncomingRequest(
                     message.id, message.method, message.params, headers, message.access_token
                 )
+                if exchange.recorder is not None:  # resumable: the call may end its stream (SEP-1699)
+                    request.close_stream = exchange.close_stream
                 await session.connection.handle_request(request, sink)
 
         exchange.headers_of = commit_headers

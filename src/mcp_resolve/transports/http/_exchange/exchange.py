@@ -300,6 +300,22 @@ class Exchange:
             await self._write({"type": "http.response.body", "body": chunk, "more_body": True})
             self._quiet_since = anyio.current_time()
 
+    async def close_stream(self) -> None:
+        """End the HTTP response now and keep recording, so the client resumes with Last-Event-ID (SEP-1699).
+
+        Only a recorded (resumable) stream is closed; on any other, and once the
+        answer is out, this does nothing. What the work sends afterwards is
+        recorded for the client's resumption, as after a hang-up.
+        """
+        if self.recorder is None or self._answered or self.gone or self._mode is _JSON:
+            return
+        if self._mode is _UNDECIDED:  # the priming event first: the client needs an id to resume from
+            await self._open_stream(None)
+        assert self._lock is not None
+        async with self._lock:
+            await self._write({"type": "http.response.body", "body": b""})
+            self.gone = True
+
     async def _ping(self) -> None:
         if self._mode is _UNDECIDED:
             await self._open_stream(None)
