@@ -369,7 +369,13 @@ class MCPServer:
 
         return register
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
+        """Register `fn` as `@mcp.tool(**options)` would, or a `Tool` built beforehand (a bridged tool)."""
+        if isinstance(fn, Tool):
+            if options:
+                raise TypeError(f"add_tool(tool) takes no options (got {', '.join(sorted(options))})")
+            registration.add_prebuilt_tool(self.registry, self.dependency_overrides, fn)
+            return fn
         return registration.add_tool(self.registry, self.dependency_overrides, fn, **options)
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
