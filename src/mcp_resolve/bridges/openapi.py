@@ -46,6 +46,7 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 _NAME_LIMIT = 64
 _SUCCESS = ("200", "201", "202", "203", "2XX", "2xx")
+_IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _NEVER_FORWARDED = frozenset({"authorization", "cookie", "proxy-authorization", "host", "content-length"})
 
 
@@ -284,12 +285,18 @@ def _shape(document: Document, route: _Route) -> _Shape:
                     whole_body.setdefault("description", request_body["description"])
 
     parameters = _parameters(document, route)
-    names_seen = [str(p["name"]) for p in parameters]
+    names_seen = [
+        str(p["name"])
+        for p in parameters
+        if not (p.get("in") == "header" and str(p["name"]).lower() in _IGNORED_HEADERS)
+    ]
     for parameter in parameters:
         wire = str(parameter["name"])
         location = str(parameter.get("in"))
         if location not in ("path", "query", "header", "cookie"):
             continue
+        if location == "header" and wire.lower() in _IGNORED_HEADERS:
+            continue  # OpenAPI: such a definition "SHALL be ignored" (the client's own headers say them)
         clash = (
             wire in body_properties
             or names_seen.count(wire) > 1
@@ -358,6 +365,8 @@ def _output(document: Document, route: _Route) -> tuple[dict[str, Any] | None, b
         return None, False, kind
     collector = SchemaCollector(document, route.label)
     schema = collector.root(raw)
+    if not schema or set(schema) <= {"title", "description"}:
+        return None, False, kind  # any JSON at all: nothing to promise
     kind_of = schema.get("type")
     if kind_of == "object" or (kind_of is None and "properties" in schema and "anyOf" not in schema):
         schema.setdefault("type", "object")
