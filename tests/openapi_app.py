@@ -78,7 +78,9 @@ def build_app() -> FastAPI:
 
     guarded = [Depends(bearer)]
 
-    @app.get("/customers/{customer_id}/orders", operation_id="list_orders", tags=["orders"], dependencies=guarded)
+    @app.get(
+        "/customers/{customer_id}/orders", operation_id="list_orders", tags=["orders"], dependencies=guarded
+    )
     async def list_orders(
         customer_id: str, status: str | None = None, limit: Annotated[int, Query(ge=1, le=50)] = 10
     ) -> list[Order]:
@@ -98,7 +100,11 @@ def build_app() -> FastAPI:
         if order.customer_id not in customers:
             raise HTTPException(404, detail=f"no customer {order.customer_id}")
         created = Order(
-            id=max(orders) + 1, customer=customers[order.customer_id], items=order.items, status="open", note=order.note
+            id=max(orders) + 1,
+            customer=customers[order.customer_id],
+            items=order.items,
+            status="open",
+            note=order.note,
         )
         orders[created.id] = created
         return created
@@ -122,7 +128,9 @@ def build_app() -> FastAPI:
     @app.get("/crash", operation_id="crash", tags=["ops"])
     async def crash(authorization: Annotated[str | None, Header()] = None) -> JSONResponse:
         # A careless API: its error page repeats the request's credentials, at length.
-        return JSONResponse({"error": "boom", "auth_seen": authorization, "trace": "x" * 5000}, status_code=500)
+        return JSONResponse(
+            {"error": "boom", "auth_seen": authorization, "trace": "x" * 5000}, status_code=500
+        )
 
     @app.get("/big", operation_id="big", tags=["ops"])
     async def big(kib: int = 8192) -> PlainTextResponse:

@@ -30,7 +30,9 @@ TWILIO = Path(__file__).parent / "data" / "twilio_conversations_v1.json"
 def desk(token: str | None = TOKEN, **options: Any) -> MCPServer:
     app = build_app()
     headers = {"authorization": f"Bearer {token}"} if token else {}
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://desk", headers=headers)
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://desk", headers=headers
+    )
     return MCPServer.from_fastapi(app, client=client, **options)
 
 
@@ -41,11 +43,20 @@ def current_customer(ctx: Context) -> str:
 async def test_operations_become_tools_with_their_parameters_and_output_schemas() -> None:
     async with Client(desk()) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) >= {"list_orders", "get_order", "create_order", "add_note", "delete_order", "category_tree"}
+    assert set(tools) >= {
+        "list_orders",
+        "get_order",
+        "create_order",
+        "add_note",
+        "delete_order",
+        "category_tree",
+    }
     listing = tools["list_orders"]
     assert set(listing.input_schema["properties"]) == {"customer_id", "status", "limit"}
     assert listing.input_schema["required"] == ["customer_id"]
-    assert listing.description == "List Orders\n\nThe orders of one customer, newest first."  # summary, description
+    assert (
+        listing.description == "List Orders\n\nThe orders of one customer, newest first."
+    )  # summary, description
     # An array answer is wrapped (MCP output schemas are objects); its $refs live in $defs.
     assert listing.output_schema["required"] == ["result"]
     assert listing.output_schema["properties"]["result"]["items"] == {"$ref": "#/$defs/Order"}
@@ -77,12 +88,15 @@ async def test_calls_reach_the_api_with_path_query_header_and_body(mode: str) ->
         assert one.structured_content["customer"]["name"] == "Bob"
         assert one.structured_content["note"] == "request r-1"
         made = await client.call_tool(
-            "create_order", {"customer_id": "cust-7", "items": [{"sku": "mug", "quantity": 2}], "note": "gift"}
+            "create_order",
+            {"customer_id": "cust-7", "items": [{"sku": "mug", "quantity": 2}], "note": "gift"},
         )
         assert made.structured_content["id"] == 4 and made.structured_content["note"] == "gift"
         again = await client.call_tool("list_orders", {"customer_id": "cust-7"})
         assert [o["id"] for o in again.structured_content["result"]] == [4, 3]
-        noted = await client.call_tool("add_note", {"order_id__path": 2, "order_id": "body-side", "text": "hi"})
+        noted = await client.call_tool(
+            "add_note", {"order_id__path": 2, "order_id": "body-side", "text": "hi"}
+        )
         assert noted.structured_content == {"path_order_id": "2", "body_order_id": "body-side", "text": "hi"}
         # A path value is encoded whole (%2F): it cannot climb to another route (GET /orders/1 answers 200).
         sneaky = await client.call_tool("list_orders", {"customer_id": "../../orders/1?"})
@@ -93,7 +107,9 @@ async def test_api_errors_become_tool_errors_with_the_status() -> None:
     async with Client(desk()) as client:
         missing = await client.call_tool("get_order", {"order_id": 99})
         invalid = await client.call_tool("list_orders", {"customer_id": "c", "limit": 500})
-    assert missing.is_error and "GET /orders/{order_id} answered HTTP 404 Not Found" in missing.content[0].text
+    assert (
+        missing.is_error and "GET /orders/{order_id} answered HTTP 404 Not Found" in missing.content[0].text
+    )
     assert "no order 99" in missing.content[0].text
     assert invalid.is_error and "HTTP 422" in invalid.content[0].text
     async with Client(desk(token=None)) as client:
@@ -110,7 +126,9 @@ async def test_hidden_argument_comes_from_the_resolver_and_a_client_value_is_ign
         assert "customer_id" not in tools["list_orders"].input_schema.get("required", [])
         assert "customer_id" not in tools["create_order"].input_schema["properties"]  # a body property too
         result = await client.call_tool("list_orders", {"customer_id": "cust-7"})
-        made = await client.call_tool("create_order", {"customer_id": "cust-7", "items": [{"sku": "x", "quantity": 1}]})
+        made = await client.call_tool(
+            "create_order", {"customer_id": "cust-7", "items": [{"sku": "x", "quantity": 1}]}
+        )
     assert {o["customer"]["id"] for o in result.structured_content["result"]} == {"cust-42"}
     assert made.structured_content["customer"]["id"] == "cust-42"
 
@@ -207,7 +225,10 @@ def test_a_large_public_description_converts() -> None:
     mcp = MCPServer.from_openapi(spec, httpx.AsyncClient(base_url="http://unused"))
     tools = mcp.registry.tools
     operations = sum(
-        1 for item in spec["paths"].values() for method in item if method in ("get", "post", "put", "delete", "patch")
+        1
+        for item in spec["paths"].values()
+        for method in item
+        if method in ("get", "post", "put", "delete", "patch")
     )
     assert len(tools) == operations == 103
     assert mcp.name == spec["info"]["title"]

@@ -196,7 +196,7 @@ def _component_name(route: _Route, names: Mapping[str, str]) -> str:
     operation_id = route.operation.get("operationId")
     if isinstance(operation_id, str) and operation_id in names:
         return names[operation_id]
-    raw = operation_id if isinstance(operation_id, str) and operation_id else f"{route.method}_{route.path}"
+    raw = operation_id if isinstance(operation_id, str) and operation_id else f"{route.method}_{route.path.strip('/')}"
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", raw).strip("_") or route.method
     return name[:_NAME_LIMIT]
 
