@@ -16,7 +16,7 @@ import pytest
 
 from mcp_resolve import Client, Context, InvalidSignature, MCPServer, Resolve
 from mcp_resolve.bridges import BridgedTool
-from mcp_resolve.bridges.openapi import MCPType, OpenAPIError, RouteMap, openapi_components
+from mcp_resolve.bridges.openapi import MCPType, RouteMap, openapi_components
 from mcp_resolve.cli._check import check
 from mcp_resolve.cli._graph import graph
 from openapi_app import TOKEN, build_app

@@ -84,10 +84,10 @@ async def test_without_the_bearer_token_the_api_refuses_and_the_tool_says_so() -
         async with (
             httpx.AsyncClient(base_url=api) as upstream,
             http_server(MCPServer.from_openapi(spec, upstream).streamable_http_app()) as base,
+            OfficialClient(f"{base}/mcp", mode="legacy") as client,
         ):
-            async with OfficialClient(f"{base}/mcp", mode="legacy") as client:
-                refused = await client.call_tool("get_order", {"order_id": 1})
-                open_route = await client.call_tool("category_tree", {})
+            refused = await client.call_tool("get_order", {"order_id": 1})
+            open_route = await client.call_tool("category_tree", {})
     assert refused.is_error and "HTTP 401 Unauthorized" in _text(refused)
     assert "missing or wrong bearer token" in _text(refused)
     assert open_route.structured_content["children"][0]["children"] == [{"name": "green", "children": []}]

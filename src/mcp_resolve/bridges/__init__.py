@@ -4,6 +4,8 @@
 a JSON Schema and an async call rather than a Python signature, with
 `hide={"customer_id": Resolve(current_customer)}` keeping chosen arguments
 out of the model's hands and filling them from the resolver graph.
+`mcp_resolve.bridges.openapi` builds them from an OpenAPI description
+(`MCPServer.from_openapi`, `MCPServer.from_fastapi`).
 """
 
 from ._tool import BridgeCall, BridgedTool, bridged_tool

@@ -128,7 +128,13 @@ def openapi_components(
     call as a whole; a response larger than `max_response_bytes` is an error.
     """
     from ._openapi_call import CallLimits
-    from ._openapi_schema import Document
+
+    try:
+        from ._openapi_schema import Document
+    except ImportError as exc:  # referencing absent
+        raise ImportError(
+            f"OpenAPI bridges need the 'openapi' extra: pip install 'mcp-resolve[openapi]' ({exc.name} is missing)"
+        ) from None
 
     forwarded = tuple(h.lower() for h in forward_headers)
     refused = sorted(set(forwarded) & _NEVER_FORWARDED)
@@ -196,7 +202,11 @@ def _component_name(route: _Route, names: Mapping[str, str]) -> str:
     operation_id = route.operation.get("operationId")
     if isinstance(operation_id, str) and operation_id in names:
         return names[operation_id]
-    raw = operation_id if isinstance(operation_id, str) and operation_id else f"{route.method}_{route.path.strip('/')}"
+    raw = (
+        operation_id
+        if isinstance(operation_id, str) and operation_id
+        else f"{route.method}_{route.path.strip('/')}"
+    )
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", raw).strip("_") or route.method
     return name[:_NAME_LIMIT]
 
