@@ -18,7 +18,9 @@ from benchmarks import harness
 
 __all__ = ["DESCRIPTION", "measure_conversion"]
 
-DESCRIPTION = Path(__file__).resolve().parent.parent / "tests" / "bridges" / "data" / "twilio_conversations_v1.json"
+DESCRIPTION = (
+    Path(__file__).resolve().parent.parent / "tests" / "bridges" / "data" / "twilio_conversations_v1.json"
+)
 
 _CONVERT = {
     "ours": """
