@@ -188,3 +188,21 @@ async def test_an_error_page_echoing_credentials_is_bounded_and_redacted() -> No
 def test_incoming_credentials_are_never_forwarded() -> None:
     with pytest.raises(ValueError, match="authorization is never forwarded"):
         desk(forward_headers=["Authorization"])
+
+
+class _Bearer(httpx.Auth):
+    """Credentials added per request by an auth flow: never in `client.headers`."""
+
+    def auth_flow(self, request: httpx.Request) -> Any:
+        request.headers["Authorization"] = f"Bearer {TOKEN}"
+        yield request
+
+
+async def test_credentials_an_auth_flow_added_are_redacted_too() -> None:
+    app = build_app()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://desk", auth=_Bearer())
+    async with Client(MCPServer.from_fastapi(app, client=client)) as session:
+        allowed = await session.call_tool("get_order", {"order_id": 1})
+        crashed = await session.call_tool("crash", {})
+    assert not allowed.is_error  # the flow's token reached the API
+    assert crashed.is_error and TOKEN not in crashed.content[0].text and "[redacted]" in crashed.content[0].text

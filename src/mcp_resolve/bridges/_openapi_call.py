@@ -109,6 +109,8 @@ def _request(
                 continue
             values = value if isinstance(value, (list, tuple)) else [value]
             params.extend((where.wire, _text(v)) for v in values)
+        elif value is None and where.location in ("header", "cookie"):
+            continue
         elif where.location == "header":
             headers[where.wire] = _text(value)
         elif where.location == "cookie":
@@ -165,29 +167,33 @@ async def send(
                 response = Response(
                     reply.status_code, reply.headers.get("content-type", ""), b"".join(chunks)
                 )
+                sent = list(
+                    reply.request.headers.items()
+                )  # with what `auth=` added: blanked from error pages
     except TimeoutError:
         raise ToolError(f"{operation.label}: no complete answer within {limits.timeout:g} s") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{operation.label}: the request failed ({type(exc).__name__})") from None
     if response.status >= 400:
-        raise ToolError(_error_message(operation, response, client))
+        raise ToolError(_error_message(operation, response, [*client.headers.items(), *sent]))
     return response
 
 
-def _secrets(client: httpx.AsyncClient) -> list[str]:
+def _secrets(headers: list[tuple[str, str]]) -> list[str]:
+    """The credential values among `headers` (and the token of a `Bearer <token>`), longest first."""
     found = []
-    for name, value in client.headers.items():
+    for name, value in headers:
         lowered = name.lower()
         if lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS):
             found.append(value)
             if " " in value:
-                found.append(value.split(" ", 1)[1])  # the token of "Bearer <token>"
-    return sorted((s for s in found if len(s) >= 4), key=len, reverse=True)
+                found.append(value.split(" ", 1)[1])
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
-def _error_message(operation: Operation, response: Response, client: httpx.AsyncClient) -> str:
+def _error_message(operation: Operation, response: Response, headers: list[tuple[str, str]]) -> str:
     text = response.body[: ERROR_BODY_CHARS * 4].decode("utf-8", errors="replace")
-    for secret in _secrets(client):
+    for secret in _secrets(headers):
         text = text.replace(secret, "[redacted]")
     text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
     if len(text) > ERROR_BODY_CHARS or len(response.body) > ERROR_BODY_CHARS * 4:
