@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Header, HTTPException, Query
+from fastapi import Cookie, Depends, FastAPI, Header, HTTPException, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
 
@@ -120,6 +120,13 @@ def build_app() -> FastAPI:
     @app.get("/categories", operation_id="category_tree", tags=["catalog"])
     async def category_tree() -> Category:
         return Category(name="all", children=[Category(name="tea", children=[Category(name="green")])])
+
+    @app.get("/echo", operation_id="echo", tags=["ops"])
+    async def echo(
+        tag: Annotated[list[str], Query()], session: Annotated[str | None, Cookie()] = None
+    ) -> dict[str, list[str] | str | None]:
+        """What arrived: a repeated query key and a cookie."""
+        return {"tag": tag, "session": session}
 
     @app.get("/health", operation_id="health", tags=["ops"])
     async def health() -> PlainTextResponse:

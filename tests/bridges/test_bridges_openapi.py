@@ -103,6 +103,16 @@ async def test_calls_reach_the_api_with_path_query_header_and_body(mode: str) ->
         assert sneaky.is_error and 'HTTP 404 Not Found: {"detail":"Not Found"}' in sneaky.content[0].text
 
 
+async def test_query_arrays_repeat_their_key_and_cookies_are_sent() -> None:
+    async with Client(desk()) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert tools["echo"].input_schema["properties"]["tag"]["type"] == "array"
+        echoed = await client.call_tool("echo", {"tag": ["a", "b c"], "session": "s=1/x:y"})
+        bare = await client.call_tool("echo", {"tag": ["z"], "session": None})
+    assert echoed.structured_content == {"tag": ["a", "b c"], "session": "s=1/x:y"}
+    assert bare.structured_content == {"tag": ["z"], "session": None}
+
+
 async def test_api_errors_become_tool_errors_with_the_status() -> None:
     async with Client(desk()) as client:
         missing = await client.call_tool("get_order", {"order_id": 99})

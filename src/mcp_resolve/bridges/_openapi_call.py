@@ -25,6 +25,8 @@ __all__ = ["Argument", "CallLimits", "Operation", "Response", "send"]
 
 ERROR_BODY_CHARS = 500
 """How much of an error response's body a tool error quotes."""
+_COOKIE_SAFE = "!#$&'()*+/:<=>?@[]^`{|}"
+"""RFC 6265 cookie octets, sent as they are; the rest (`;`, `,`, space, quotes, `%`) percent-encoded."""
 _SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")
 _SECRET_WORDS = ("token", "key", "secret", "auth", "password")
 
@@ -114,7 +116,7 @@ def _request(
         elif where.location == "header":
             headers[where.wire] = _text(value)
         elif where.location == "cookie":
-            cookies.append(f"{quote(where.wire, safe='')}={quote(_text(value), safe='')}")
+            cookies.append(f"{quote(where.wire, safe='')}={quote(_text(value), safe=_COOKIE_SAFE)}")
         elif where.location == "body":
             body[where.wire] = value
         else:
