@@ -185,9 +185,17 @@ async def test_an_error_page_echoing_credentials_is_bounded_and_redacted() -> No
     assert len(text) < 800 and "bytes in all" in text
 
 
-def test_incoming_credentials_are_never_forwarded() -> None:
+def test_incoming_credentials_are_never_forwarded_and_calls_are_always_bounded() -> None:
     with pytest.raises(ValueError, match="authorization is never forwarded"):
         desk(forward_headers=["Authorization"])
+    for bad in (
+        {"timeout": 0},
+        {"timeout": float("inf")},
+        {"timeout": float("nan")},
+        {"max_response_bytes": 0},
+    ):
+        with pytest.raises(ValueError, match="must be positive"):
+            desk(**bad)
 
 
 class _Bearer(httpx.Auth):
@@ -205,4 +213,6 @@ async def test_credentials_an_auth_flow_added_are_redacted_too() -> None:
         allowed = await session.call_tool("get_order", {"order_id": 1})
         crashed = await session.call_tool("crash", {})
     assert not allowed.is_error  # the flow's token reached the API
-    assert crashed.is_error and TOKEN not in crashed.content[0].text and "[redacted]" in crashed.content[0].text
+    assert (
+        crashed.is_error and TOKEN not in crashed.content[0].text and "[redacted]" in crashed.content[0].text
+    )

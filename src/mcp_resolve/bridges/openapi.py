@@ -142,6 +142,10 @@ def openapi_components(
         raise ValueError(
             f"forward_headers: {', '.join(refused)} is never forwarded (the API has its own credentials)"
         )
+    if not 0 < timeout < float("inf") or max_response_bytes < 1:
+        raise ValueError(
+            "from_openapi: timeout and max_response_bytes must be positive and finite (every call is bounded)"
+        )
     limits = CallLimits(timeout=timeout, max_response_bytes=max_response_bytes, forward_headers=forwarded)
     document = Document(spec)
     return _build(
