@@ -131,6 +131,19 @@ def _startup(results: dict[str, Any]) -> dict[str, Any]:
     return startup
 
 
+def _openapi(results: dict[str, Any]) -> dict[str, Any]:
+    """Medians of the OpenAPI leg (benchmarks/openapi.py); empty for a run made before it existed."""
+    leg = results.get("openapi") or {}
+    figures: dict[str, Any] = {}
+    for name, samples in (leg.get("samples") or {}).items():
+        figures[name] = {
+            "convert_cpu_ms": _median([s["cpu_ms"] for s in samples]),
+            "tools": samples[0]["tools"],
+            "list_kb": samples[0]["list_bytes"] / 1024,
+        }
+    return {"description": leg.get("description"), "frameworks": figures} if figures else {}
+
+
 def summarise(results: dict[str, Any]) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     for scenario in results["scenarios"]:
@@ -168,7 +181,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                 if name != FLOOR and floor:
                     row.update(_over_floor(reps, floor, official if name != "official" else None))
                 rows.append(row)
-    summary = {"startup": _startup(results), "rows": rows}
+    summary = {"startup": _startup(results), "rows": rows, "openapi": _openapi(results)}
     summary["targets"] = targets(summary)
     summary["w3_floors"] = w3_floors(summary)
     summary["w3_host_floors"] = w3_host_floors(summary)
@@ -315,6 +328,14 @@ def render(summary: dict[str, Any]) -> str:
             f" {_fmt(figures['register_many_rss_mb'], 1):>8} {_fmt(figures['idle_rss_mb'], 1):>12}"
             f" {_fmt(vs.get('idle_rss_mb')):>7}"
         )
+    if summary.get("openapi"):
+        leg = summary["openapi"]
+        lines += ["", f"OpenAPI description to tools ({leg['description']}; CPU of from_openapi, medians)"]
+        for name, figures in leg["frameworks"].items():
+            lines.append(
+                f"{name:<10} {_fmt(figures['convert_cpu_ms'], 1):>8} ms  {figures['tools']:>4} tools"
+                f"  tools/list {_fmt(figures['list_kb'], 0):>5} KiB"
+            )
     lines += [
         "",
         "Per call (server CPU is the server process's user+sys; in memory it is client+server, one process;"

@@ -30,7 +30,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from benchmarks import harness, report, startup
+from benchmarks import harness, openapi, report, startup
 from benchmarks.harness import FRAMEWORKS, Framework
 from benchmarks.workloads import WORKLOADS, Workload
 
@@ -339,6 +339,8 @@ async def run_all(
         "tools": sizes.many_tools,
         **startup.measure_registration(frameworks, sizes.reps, sizes.many_tools),
     }
+    progress("OpenAPI description to tools")
+    results["openapi"] = openapi.measure_conversion([f.name for f in frameworks], sizes.reps)
     progress("idle memory")
     results["idle_rss_mb"] = await startup.measure_idle_memory(frameworks, sizes.reps, log)
     transports = set(args.transports)

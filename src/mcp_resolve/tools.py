@@ -101,7 +101,7 @@ class Tool:
         self.single_use = single_use
         self.meta = meta
         self.icons = icons
-        self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
+        self.signature = self._analyse(fn, overrides)
         self.input_schema = self._input_schema(input_schema)
         self.param_headers = self._param_headers()
         self.output = self._output_spec(structured_output)
@@ -144,6 +144,10 @@ class Tool:
             icons=icons,
             overrides=Overrides(),
         )
+
+    def _analyse(self, fn: Callable[..., Any], overrides: Overrides) -> HandlerSignature:
+        """How calls reach `fn`: its Python signature here; a bridged tool's comes from its JSON Schema."""
+        return HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
 
     def use_overrides(self, overrides: Overrides) -> None:
         """Resolve through `overrides` from now on (a prebuilt tool joining a server)."""

@@ -21,6 +21,8 @@ PUBLIC_PACKAGES = [
     "mcp_resolve",
     "mcp_resolve.apps",
     "mcp_resolve.auth",
+    "mcp_resolve.bridges",
+    "mcp_resolve.bridges.openapi",
     "mcp_resolve.client",
     "mcp_resolve.client.auth",
     "mcp_resolve.client.tasks",

@@ -71,6 +71,10 @@ def test_every_framework_answers_every_workload_in_memory_and_over_stdio(tmp_pat
     assert set(startup) == {"ours", "official", "fastmcp"}
     assert all(figures["idle_rss_mb"] > 0 and figures["import_ms"] > 0 for figures in startup.values())
     assert results["register_many"]["tools"] == 20
+    # The OpenAPI leg: the same description gives both bridges every operation as a tool.
+    converted = results["summary"]["openapi"]["frameworks"]
+    assert {name: figures["tools"] for name, figures in converted.items()} == {"ours": 103, "fastmcp": 103}
+    assert "OpenAPI description to tools (twilio_conversations_v1.json" in table
     assert "Targets (ours against the official SDK, same run)" in table
     assert "memory 2026-07-28" in table and "stdio handshake" in table
     # W3 against its floor (one 20 ms await, no resolvers), for every framework on every transport.

@@ -388,12 +388,75 @@ class MCPServer:
 
         return register
 
-    def add_tool(self, fn: Callable[..., Any], **options: Any) -> Tool:
+    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
+        """Register `fn` as `@mcp.tool(**options)` would, or a `Tool` built beforehand (a bridged tool)."""
+        if isinstance(fn, Tool):
+            if options:
+                raise TypeError(f"add_tool(tool) takes no options (got {', '.join(sorted(options))})")
+            registration.add_prebuilt_tool(self.registry, self.dependency_overrides, fn)
+            return fn
         return registration.add_tool(self.registry, self.dependency_overrides, fn, **options)
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
         """Register a resource built beforehand (`Resource.from_function(fn, uri)`, an extension's), as the official SDK's does."""
         registration.add_resource(self.registry, self.dependency_overrides, resource)
+
+    @classmethod
+    def from_openapi(
+        cls,
+        spec: Mapping[str, Any],
+        client: Any = None,
+        *,
+        name: str | None = None,
+        route_maps: Sequence[Any] | None = None,
+        hide: Mapping[str, Any] | None = None,
+        names: Mapping[str, str] | None = None,
+        forward_headers: Sequence[str] = (),
+        timeout: float = 30.0,
+        max_response_bytes: int = 4 * 1024 * 1024,
+        **server_options: Any,
+    ) -> MCPServer:
+        """A server whose tools (and resources, by `route_maps`) call the HTTP API `spec` describes.
+
+        `spec`: a parsed OpenAPI 3.x document. `client`: the `httpx.AsyncClient`
+        calls go through (its base URL, headers and auth are the API's); without
+        one, a client on the document's first absolute `servers` URL. The rest
+        is `mcp_resolve.bridges.openapi.openapi_components`'s; `server_options`
+        go to `MCPServer(...)`. Needs the `openapi` extra (docs/bridges.md).
+        """
+        from ..bridges.openapi import client_for, openapi_components
+
+        server = cls(name=name or _openapi_title(spec), **server_options)
+        for component in openapi_components(
+            spec,
+            client if client is not None else client_for(spec),
+            route_maps=route_maps,
+            hide=hide,
+            names=names,
+            forward_headers=forward_headers,
+            timeout=timeout,
+            max_response_bytes=max_response_bytes,
+        ):
+            if isinstance(component, Tool):
+                server.add_tool(component)
+            else:
+                server.add_resource(component)
+        return server
+
+    @classmethod
+    def from_fastapi(cls, app: Any, *, base_url: str = "http://fastapi", **options: Any) -> MCPServer:
+        """`from_openapi(app.openapi(), ...)` calling the ASGI `app` in this process (no socket).
+
+        Headers or auth the app expects go on the client: pass
+        `client=httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=..., headers=...)`
+        to choose it; otherwise one with no credentials is made.
+        """
+        import httpx
+
+        client = options.pop("client", None) or httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url=base_url
+        )
+        return cls.from_openapi(app.openapi(), client, **options)
 
     def resource(
         self,
@@ -810,3 +873,9 @@ def _sse_names(options: dict[str, Any]) -> dict[str, Any]:
     if "max_request_body_size" in options:
         options["max_body_bytes"] = options.pop("max_request_body_size")
     return options
+
+
+def _openapi_title(spec: Mapping[str, Any]) -> str | None:
+    info = spec.get("info") if isinstance(spec, Mapping) else None
+    title = info.get("title") if isinstance(info, Mapping) else None
+    return title if isinstance(title, str) and title else None

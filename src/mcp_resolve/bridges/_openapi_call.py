@@ -1,0 +1,204 @@
+"""One OpenAPI operation called over HTTP: arguments placed where the operation wants them.
+
+Path values are percent-encoded whole (a `/` in an id cannot reach another
+route), query arrays repeat their key (the `form` style OpenAPI defaults to),
+headers and cookies are strings. The call has ONE deadline, covering connect,
+upload and the whole download, and reads at most `max_response_bytes`.
+An error status becomes a `ToolError` with the status and the start of the
+body, the client's own credentials blanked out if the API echoed them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote
+
+import anyio
+import httpx
+
+from ..errors import ToolError
+
+__all__ = ["Argument", "CallLimits", "Operation", "Response", "send"]
+
+ERROR_BODY_CHARS = 500
+"""How much of an error response's body a tool error quotes."""
+_COOKIE_SAFE = "!#$&'()*+/:<=>?@[]^`{|}"
+"""RFC 6265 cookie octets, sent as they are; the rest (`;`, `,`, space, quotes, `%`) percent-encoded."""
+_SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")
+_SECRET_WORDS = ("token", "key", "secret", "auth", "password")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """Where one tool argument goes: `location` (path, query, header, cookie, body) under `wire` name."""
+
+    location: Literal["path", "query", "header", "cookie", "body", "whole-body"]
+    wire: str
+
+
+@dataclass(frozen=True)
+class CallLimits:
+    timeout: float
+    """Seconds for the whole exchange."""
+    max_response_bytes: int
+    forward_headers: tuple[str, ...] = ()
+    """Incoming HTTP request headers (lower-case) copied onto the upstream request."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    method: str
+    path: str
+    arguments: Mapping[str, Argument]
+    body_type: str | None = None
+    """The request body's media type (JSON, form or another), None without a body."""
+    label: str = field(default="")
+    """`GET /pets/{id}`: what error messages name (never the filled URL, which may hold secrets)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    content_type: str
+    body: bytes
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """The parsed body, or raises ValueError when it is not JSON."""
+        return json.loads(self.body)
+
+    @property
+    def is_json(self) -> bool:
+        kind = self.content_type.split(";", 1)[0].strip().lower()
+        return kind == "application/json" or kind.endswith("+json")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(_text(v) for v in value)
+    if isinstance(value, (dict,)):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _request(
+    operation: Operation, arguments: Mapping[str, Any], incoming: Mapping[str, str] | None, limits: CallLimits
+) -> dict[str, Any]:
+    path = operation.path
+    params: list[tuple[str, str]] = []
+    headers: dict[str, str] = {}
+    cookies: list[str] = []
+    body: dict[str, Any] = {}
+    whole: Any = None
+    has_whole = False
+    for name, value in arguments.items():
+        where = operation.arguments.get(name)
+        if where is None:
+            continue  # not an argument of this operation: dropped, never sent
+        if where.location == "path":
+            path = path.replace("{" + where.wire + "}", quote(_text(value), safe=""))
+        elif where.location == "query":
+            if value is None:
+                continue
+            values = value if isinstance(value, (list, tuple)) else [value]
+            params.extend((where.wire, _text(v)) for v in values)
+        elif value is None and where.location in ("header", "cookie"):
+            continue
+        elif where.location == "header":
+            headers[where.wire] = _text(value)
+        elif where.location == "cookie":
+            cookies.append(f"{quote(where.wire, safe='')}={quote(_text(value), safe=_COOKIE_SAFE)}")
+        elif where.location == "body":
+            body[where.wire] = value
+        else:
+            whole, has_whole = value, True
+    if "{" in path:
+        raise ToolError(f"{operation.label}: a path parameter has no value")
+    if incoming:
+        for name in limits.forward_headers:
+            if name in incoming and name not in {k.lower() for k in headers}:
+                headers[name] = incoming[name]
+    if cookies:
+        headers["cookie"] = "; ".join(cookies)
+    request: dict[str, Any] = {"params": params, "headers": headers}
+    if operation.body_type is not None and (body or has_whole):
+        payload = whole if has_whole else body
+        kind = operation.body_type
+        if kind == "application/json" or kind.endswith("+json"):
+            request["json"] = payload
+        elif kind == "application/x-www-form-urlencoded" and isinstance(payload, Mapping):
+            request["data"] = {k: _text(v) for k, v in payload.items()}
+        else:
+            request["content"] = payload.encode() if isinstance(payload, str) else _text(payload).encode()
+            headers["content-type"] = kind
+    request["url"] = path
+    return request
+
+
+async def send(
+    client: httpx.AsyncClient,
+    operation: Operation,
+    arguments: Mapping[str, Any],
+    incoming: Mapping[str, str] | None,
+    limits: CallLimits,
+) -> Response:
+    """Call the operation; a transport failure, the deadline or an oversized answer raises ToolError."""
+    request = _request(operation, arguments, incoming, limits)
+    url = request.pop("url")
+    try:
+        with anyio.fail_after(limits.timeout):
+            async with client.stream(operation.method, url, **request) as reply:
+                chunks: list[bytes] = []
+                size = 0
+                async for chunk in reply.aiter_bytes():
+                    size += len(chunk)
+                    if size > limits.max_response_bytes:
+                        raise ToolError(
+                            f"{operation.label}: the response is larger than {limits.max_response_bytes} bytes"
+                        )
+                    chunks.append(chunk)
+                response = Response(
+                    reply.status_code, reply.headers.get("content-type", ""), b"".join(chunks)
+                )
+                sent = list(
+                    reply.request.headers.items()
+                )  # with what `auth=` added: blanked from error pages
+    except TimeoutError:
+        raise ToolError(f"{operation.label}: no complete answer within {limits.timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise ToolError(f"{operation.label}: the request failed ({type(exc).__name__})") from None
+    if response.status >= 400:
+        raise ToolError(_error_message(operation, response, [*client.headers.items(), *sent]))
+    return response
+
+
+def _secrets(headers: list[tuple[str, str]]) -> list[str]:
+    """The credential values among `headers` (and the token of a `Bearer <token>`), longest first."""
+    found = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS):
+            found.append(value)
+            if " " in value:
+                found.append(value.split(" ", 1)[1])
+    return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
+
+
+def _error_message(operation: Operation, response: Response, headers: list[tuple[str, str]]) -> str:
+    text = response.body[: ERROR_BODY_CHARS * 4].decode("utf-8", errors="replace")
+    for secret in _secrets(headers):
+        text = text.replace(secret, "[redacted]")
+    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
+    if len(text) > ERROR_BODY_CHARS or len(response.body) > ERROR_BODY_CHARS * 4:
+        text = text[:ERROR_BODY_CHARS] + f"... ({len(response.body)} bytes in all)"
+    reason = httpx.codes.get_reason_phrase(response.status)
+    return f"{operation.label} answered HTTP {response.status} {reason}: {text}".rstrip(": ")

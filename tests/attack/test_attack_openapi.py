@@ -1,0 +1,218 @@
+"""Hostile OpenAPI descriptions and hostile APIs: every walk and every answer is bounded.
+
+Descriptions: recursive and mutually recursive `$ref`s, a `$ref` loop with
+nothing behind it, a reference outside the document, nesting past the
+bound, a 100 000-value enum, operation names that collide once sanitised.
+APIs (the FastAPI order desk, in process): an answer larger than the cap,
+one that never comes, an error page repeating the caller's credentials at
+length.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from mcp_resolve import Client, MCPServer
+from mcp_resolve.bridges import BridgedTool
+from mcp_resolve.bridges._openapi_schema import MAX_DEPTH, MAX_ENUM
+from mcp_resolve.bridges.openapi import OpenAPIError, openapi_components
+from openapi_app import TOKEN, build_app
+
+pytestmark = pytest.mark.anyio
+
+UNUSED = httpx.AsyncClient(base_url="http://unused")
+
+
+def spec_with(
+    schemas: dict[str, Any], body: dict[str, Any], paths: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "hostile", "version": "1"},
+        "paths": paths
+        or {
+            "/x": {
+                "post": {
+                    "operationId": "x",
+                    "requestBody": {"content": {"application/json": {"schema": body}}},
+                    "responses": {
+                        "200": {"description": "ok", "content": {"application/json": {"schema": body}}}
+                    },
+                }
+            }
+        },
+        "components": {"schemas": schemas},
+    }
+
+
+def only_tool(spec: dict[str, Any]) -> dict[str, Any]:
+    (tool,) = openapi_components(spec, UNUSED)
+    assert isinstance(tool, BridgedTool)
+    return tool.definition()
+
+
+def test_recursive_refs_stay_pointers_not_expansions() -> None:
+    schemas = {
+        "Node": {
+            "type": "object",
+            "properties": {
+                "next": {"$ref": "#/components/schemas/Node"},
+                "other": {"$ref": "#/components/schemas/Other"},
+            },
+        },
+        "Other": {"type": "object", "properties": {"back": {"$ref": "#/components/schemas/Node"}}},
+    }
+    definition = only_tool(spec_with(schemas, {"$ref": "#/components/schemas/Node"}))
+    schema = definition["inputSchema"]
+    assert schema["properties"]["next"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"]["Other"]["properties"]["back"] == {"$ref": "#/$defs/Node"}
+    assert definition["outputSchema"]["properties"]["other"] == {"$ref": "#/$defs/Other"}
+    assert len(json.dumps(definition)) < 2_000
+
+
+def test_a_ref_loop_with_nothing_behind_it_is_refused() -> None:
+    schemas = {"A": {"$ref": "#/components/schemas/B"}, "B": {"$ref": "#/components/schemas/A"}}
+    spec = spec_with(schemas, {"type": "object"})
+    spec["paths"]["/x"]["post"]["requestBody"] = {"$ref": "#/components/requestBodies/Loop"}
+    spec["components"]["requestBodies"] = {"Loop": {"$ref": "#/components/requestBodies/Loop"}}
+    with pytest.raises(OpenAPIError, match=r"more than \d+ references"):
+        openapi_components(spec, UNUSED)
+    # The schema loop alone is finite: two pointers.
+    definition = only_tool(
+        spec_with(schemas, {"type": "object", "properties": {"a": {"$ref": "#/components/schemas/A"}}})
+    )
+    assert definition["inputSchema"]["$defs"] == {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}
+
+
+def test_references_outside_the_document_and_dangling_ones_are_refused() -> None:
+    with pytest.raises(OpenAPIError, match="not local to the document"):
+        only_tool(spec_with({}, {"$ref": "http://169.254.169.254/latest/meta-data"}))
+    with pytest.raises(OpenAPIError, match="points at nothing"):
+        only_tool(
+            spec_with({}, {"type": "object", "properties": {"a": {"$ref": "#/components/schemas/Missing"}}})
+        )
+
+
+def test_nesting_past_the_bound_is_refused() -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(MAX_DEPTH + 5):
+        deep = {"type": "array", "items": deep}
+    with pytest.raises(OpenAPIError, match="nested deeper than"):
+        only_tool(spec_with({}, {"type": "object", "properties": {"a": deep}}))
+    chain = {
+        f"S{i}": {"type": "object", "properties": {"n": {"$ref": f"#/components/schemas/S{i + 1}"}}}
+        for i in range(500)
+    }
+    chain["S500"] = {"type": "string"}
+    with pytest.raises(OpenAPIError, match="nested deeper than"):
+        only_tool(spec_with(chain, {"$ref": "#/components/schemas/S0"}))
+
+
+def test_a_huge_enum_keeps_its_type_and_loses_its_list() -> None:
+    values = [f"v{i}" for i in range(100_000)]
+    small = ["a", "b"]
+    body = {
+        "type": "object",
+        "properties": {"big": {"type": "string", "enum": values}, "small": {"type": "string", "enum": small}},
+    }
+    definition = only_tool(spec_with({}, body))
+    assert definition["inputSchema"]["properties"]["big"] == {"type": "string"}
+    assert definition["inputSchema"]["properties"]["small"]["enum"] == small
+    assert len(json.dumps(definition)) < 10 * MAX_ENUM
+
+
+def test_names_colliding_after_sanitising_get_distinct_names() -> None:
+    ok = {"200": {"description": "ok"}}
+    paths = {
+        "/a": {
+            "get": {"operationId": "get items", "responses": ok},
+            "post": {"operationId": "get/items", "responses": ok},
+        },
+        "/b": {
+            "get": {"operationId": "get_items", "responses": ok},
+            "put": {"operationId": "x" * 300, "responses": ok},
+        },
+        "/c": {"get": {"operationId": "x" * 300 + "y", "responses": ok}, "delete": {"responses": ok}},
+        "/c/": {"delete": {"responses": ok}},
+    }
+    names = [c.definition()["name"] for c in openapi_components(spec_with({}, {}, paths), UNUSED)]
+    assert names[:3] == ["get_items", "get_items_2", "get_items_3"]
+    assert names[3] == "x" * 64 and names[4] == "x" * 62 + "_2"
+    assert names[5:] == ["delete_c", "delete_c_2"]
+    assert len(set(names)) == len(names)
+    # And two such servers cannot make one tool shadow another: each keeps its own name.
+    mcp = MCPServer.from_openapi(spec_with({}, {}, paths), UNUSED)
+    assert sorted(mcp.registry.tools) == sorted(names)
+
+
+def desk(**options: Any) -> MCPServer:
+    app = build_app()
+    client = httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="http://desk",
+        headers={"authorization": f"Bearer {TOKEN}"},
+    )
+    return MCPServer.from_fastapi(app, client=client, **options)
+
+
+async def test_an_answer_larger_than_the_cap_is_an_error_not_a_memory_spike() -> None:
+    async with Client(desk(max_response_bytes=64 * 1024)) as client:
+        small = await client.call_tool("big", {"kib": 16})
+        huge = await client.call_tool("big", {"kib": 4096})
+    assert not small.is_error and len(small.content[0].text) == 16 * 1024
+    assert huge.is_error and "larger than 65536 bytes" in huge.content[0].text
+    assert len(huge.content[0].text) < 300
+
+
+async def test_an_answer_that_never_comes_ends_at_the_deadline() -> None:
+    async with Client(desk(timeout=0.5)) as client:
+        with anyio.fail_after(10):
+            late = await client.call_tool("slow", {})
+    assert late.is_error and "no complete answer within 0.5 s" in late.content[0].text
+
+
+async def test_an_error_page_echoing_credentials_is_bounded_and_redacted() -> None:
+    async with Client(desk()) as client:
+        crashed = await client.call_tool("crash", {})
+    text = crashed.content[0].text
+    assert crashed.is_error and "HTTP 500 Internal Server Error" in text
+    assert TOKEN not in text and "[redacted]" in text
+    assert len(text) < 800 and "bytes in all" in text
+
+
+def test_incoming_credentials_are_never_forwarded_and_calls_are_always_bounded() -> None:
+    with pytest.raises(ValueError, match="authorization is never forwarded"):
+        desk(forward_headers=["Authorization"])
+    for bad in (
+        {"timeout": 0},
+        {"timeout": float("inf")},
+        {"timeout": float("nan")},
+        {"max_response_bytes": 0},
+    ):
+        with pytest.raises(ValueError, match="must be positive"):
+            desk(**bad)
+
+
+class _Bearer(httpx.Auth):
+    """Credentials added per request by an auth flow: never in `client.headers`."""
+
+    def auth_flow(self, request: httpx.Request) -> Any:
+        request.headers["Authorization"] = f"Bearer {TOKEN}"
+        yield request
+
+
+async def test_credentials_an_auth_flow_added_are_redacted_too() -> None:
+    app = build_app()
+    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://desk", auth=_Bearer())
+    async with Client(MCPServer.from_fastapi(app, client=client)) as session:
+        allowed = await session.call_tool("get_order", {"order_id": 1})
+        crashed = await session.call_tool("crash", {})
+    assert not allowed.is_error  # the flow's token reached the API
+    assert (
+        crashed.is_error and TOKEN not in crashed.content[0].text and "[redacted]" in crashed.content[0].text
+    )
