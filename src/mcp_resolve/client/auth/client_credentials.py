@@ -31,6 +31,7 @@ class ClientCredentials(Grant):
     RFC 7523: pass `private_key` as PEM or a joserfc key; the assertion's
     audience is the issuer). No person and no browser; a 403
     `insufficient_scope` asks for a token with the union of the scopes.
+    `dpop` as for `OAuth`.
     """
 
     grant_type = "client_credentials"
@@ -47,8 +48,11 @@ class ClientCredentials(Grant):
         storage: TokenStorage | None = None,
         max_step_ups: int = 2,
         http_client: Callable[[], httpx.AsyncClient] | None = None,
+        dpop: bool | None = None,
     ) -> None:
-        super().__init__(scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client)
+        super().__init__(
+            scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client, dpop=dpop
+        )
         if (client_secret is None) == (private_key is None):
             raise ValueError("pass exactly one of client_secret and private_key")
         self.client_id = client_id

@@ -15,6 +15,14 @@ storage) and acts on what the server answers:
   challenged scope ends there, with an `AuthorizationError`: the
   authorization server (or the person) declined it, and would again.
 
+With DPoP (RFC 9449; `dpop=None`, the default, uses it when the
+authorization server lists ES256 in `dpop_signing_alg_values_supported`),
+token requests carry a proof of the client's key, and a token of type DPoP
+is sent as `Authorization: DPoP <token>` with a fresh proof on every
+request. A 401 `use_dpop_nonce` from the server is answered once with its
+nonce, before anything else is tried. The key is kept in the token storage
+(`dpop key`), beside the tokens bound to it.
+
 A token about to expire is refreshed before the request goes out. How a new
 token is obtained, and with which client identity, is each grant's own
 (`_obtain`, `_registration_for`). Requests to one endpoint are serialized
@@ -34,6 +42,7 @@ import anyio
 import httpx
 
 from .challenge import BearerChallenge, parse_bearer_challenge
+from .dpop import DPoPKey, Nonces
 from .discovery import (
     ProtectedResource,
     discover_authorization_server,
@@ -81,6 +90,7 @@ class _Attempts:
     refreshed: bool = False
     authorized: bool = False
     step_ups: int = 0
+    nonce_retried: bool = False
 
 
 def _network_failure(exc: httpx.HTTPError) -> str:
@@ -93,6 +103,10 @@ def _network_failure(exc: httpx.HTTPError) -> str:
         port = f":{url.port}" if url.port is not None else ""
         where = printable(f"{url.scheme}://{url.host}{port}{url.path}", 200)
     return f"could not reach {where}: {type(exc).__name__}: {printable(exc, 200)}"
+
+
+def _is_dpop(tokens: dict[str, Any] | None) -> bool:
+    return tokens is not None and str(tokens.get("token_type", "")).lower() == "dpop"
 
 
 def _granted(tokens: dict[str, Any]) -> set[str]:
@@ -113,10 +127,16 @@ class Grant(httpx.Auth):
         storage: TokenStorage | None,
         max_step_ups: int,
         http_client: Callable[[], httpx.AsyncClient] | None,
+        dpop: bool | None = None,
     ) -> None:
         _authlib()
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be 0 or more")
+        if dpop not in (None, True, False):
+            raise ValueError("dpop must be None (when the authorization server supports it), True or False")
+        self.dpop = dpop
+        self._dpop_key: DPoPKey | None = None
+        self._nonces = Nonces()
         self.scopes = list(scopes or ())
         self.storage: TokenStorage = storage if storage is not None else MemoryTokenStorage()
         self.max_step_ups = max_step_ups
@@ -135,11 +155,28 @@ class Grant(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         server = endpoint_url(request.url)
         tokens = await self._guarded(self._usable_tokens(server))
-        self._sign(request, tokens)
+        await self._guarded(self._sign(request, tokens))
         response = yield request
         attempts = _Attempts()
-        while response.status_code in (401, 403):
-            challenge = parse_bearer_challenge(response.headers.get_list("www-authenticate"))
+        while True:
+            new_nonce = self._nonces.learn(request.url, response)
+            if response.status_code not in (401, 403):
+                return
+            values = response.headers.get_list("www-authenticate")
+            dpop_challenge = parse_bearer_challenge(values, "dpop")
+            if (
+                response.status_code == 401
+                and _is_dpop(tokens)
+                and dpop_challenge is not None
+                and dpop_challenge.error == "use_dpop_nonce"
+                and new_nonce
+                and not attempts.nonce_retried
+            ):
+                attempts.nonce_retried = True  # RFC 9449 §9: once more, with the server's nonce
+                await self._guarded(self._sign(request, tokens))
+                response = yield request
+                continue
+            challenge = parse_bearer_challenge(values) or dpop_challenge
             if response.status_code == 401:
                 renewed = await self._guarded(self._renew(server, challenge, tokens, attempts))
             elif challenge is not None and challenge.error == "insufficient_scope":
@@ -149,7 +186,7 @@ class Grant(httpx.Auth):
             if renewed is None:
                 return  # the caller sees the refusal as it came
             tokens = renewed
-            self._sign(request, tokens)
+            await self._guarded(self._sign(request, tokens))
             response = yield request
 
     @staticmethod
@@ -176,12 +213,37 @@ class Grant(httpx.Auth):
             logger.debug("the authorization flow failed", exc_info=True)
             raise AuthorizationError("client_error", f"{type(exc).__name__}: {printable(exc, 200)}") from exc
 
-    @staticmethod
-    def _sign(request: httpx.Request, tokens: dict[str, Any] | None) -> None:
-        if tokens is not None:
-            request.headers["Authorization"] = f"Bearer {tokens['access_token']}"
-        else:
+    async def _sign(self, request: httpx.Request, tokens: dict[str, Any] | None) -> None:
+        request.headers.pop("DPoP", None)
+        if tokens is None:
             request.headers.pop("Authorization", None)
+        elif _is_dpop(tokens):
+            key = await self._key()
+            access_token = str(tokens["access_token"])
+            request.headers["Authorization"] = f"DPoP {access_token}"
+            request.headers["DPoP"] = key.proof(
+                request.method, request.url, access_token=access_token, nonce=self._nonces.get(request.url)
+            )
+        else:
+            request.headers["Authorization"] = f"Bearer {tokens['access_token']}"
+
+    async def _key(self) -> DPoPKey:
+        """This client's DPoP key: kept in the token storage, made on first use."""
+        if self._dpop_key is None:
+            stored = await self.storage.get("dpop key")
+            key = DPoPKey.from_record(stored.get("jwk") if stored else None)
+            if key is None:
+                key = DPoPKey.generate()
+                await self.storage.set("dpop key", {"jwk": key.to_record()})
+            self._dpop_key = key
+        return self._dpop_key
+
+    def _uses_dpop(self, metadata: dict[str, Any]) -> bool:
+        """Whether token requests to this authorization server carry DPoP proofs."""
+        if self.dpop is not None:
+            return self.dpop
+        algorithms = metadata.get("dpop_signing_alg_values_supported")
+        return isinstance(algorithms, list) and "ES256" in algorithms
 
     def time_with_person(self) -> float:
         """Seconds spent waiting for a person to log in, the current wait included.
@@ -371,7 +433,10 @@ class Grant(httpx.Auth):
         form: dict[str, Any],
     ) -> dict[str, Any]:
         client_auth = self._client_auth(registration, issuer)
-        return await token_request(http, metadata, issuer, grant_type, form, client_auth)
+        key = await self._key() if self._uses_dpop(metadata) else None
+        return await token_request(
+            http, metadata, issuer, grant_type, form, client_auth, dpop=key, nonces=self._nonces
+        )
 
     # -- what each grant says --------------------------------------------------------------------
     def _with_extras(self, scopes: list[str], metadata: dict[str, Any]) -> list[str]:
