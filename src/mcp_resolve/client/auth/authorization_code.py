@@ -191,7 +191,7 @@ class OAuth(Grant):
             resource=resource.resource,
             prompt="consent" if "offline_access" in scopes else None,
             # RFC 9449 §10: the code can then be redeemed only with this client's key.
-            dpop_jkt=(await self._key()).thumbprint if self._uses_dpop(metadata) else None,
+            dpop_jkt=(await self._proof_key()).thumbprint if self._uses_dpop(metadata) else None,
         )
         async with self._with_person():
             await self._send_person(url)

@@ -42,7 +42,6 @@ import anyio
 import httpx
 
 from .challenge import BearerChallenge, parse_bearer_challenge
-from .dpop import DPoPKey, Nonces
 from .discovery import (
     ProtectedResource,
     discover_authorization_server,
@@ -50,6 +49,7 @@ from .discovery import (
     endpoint_url,
     is_secure_url,
 )
+from .dpop import DPoPKey, Nonces
 from .errors import AuthorizationError, printable
 from .registration import Registration
 from .storage import MemoryTokenStorage, TokenStorage
@@ -218,7 +218,7 @@ class Grant(httpx.Auth):
         if tokens is None:
             request.headers.pop("Authorization", None)
         elif _is_dpop(tokens):
-            key = await self._key()
+            key = await self._proof_key()
             access_token = str(tokens["access_token"])
             request.headers["Authorization"] = f"DPoP {access_token}"
             request.headers["DPoP"] = key.proof(
@@ -227,7 +227,7 @@ class Grant(httpx.Auth):
         else:
             request.headers["Authorization"] = f"Bearer {tokens['access_token']}"
 
-    async def _key(self) -> DPoPKey:
+    async def _proof_key(self) -> DPoPKey:
         """This client's DPoP key: kept in the token storage, made on first use."""
         if self._dpop_key is None:
             stored = await self.storage.get("dpop key")
@@ -433,7 +433,7 @@ class Grant(httpx.Auth):
         form: dict[str, Any],
     ) -> dict[str, Any]:
         client_auth = self._client_auth(registration, issuer)
-        key = await self._key() if self._uses_dpop(metadata) else None
+        key = await self._proof_key() if self._uses_dpop(metadata) else None
         return await token_request(
             http, metadata, issuer, grant_type, form, client_auth, dpop=key, nonces=self._nonces
         )
