@@ -16,6 +16,7 @@ from typing import Any
 
 from joserfc import jwt
 from joserfc.jwk import ECKey, Key
+from joserfc.jws import JWSRegistry
 from starlette.applications import Starlette
 
 from auth_helpers import TestIssuer, serve_at_known_url
@@ -92,4 +93,7 @@ def proof(key: Key, url: str, token: str | None, *, header: dict[str, Any] | Non
     """A proof signed by `key` (ES256 for an EC key), its public JWK in the header unless `header` says."""
     base = {"typ": "dpop+jwt", "alg": "ES256" if isinstance(key, ECKey) else "RS256", "jwk": key.as_dict(private=False)}
     base.update(header or {})
-    return jwt.encode(base, proof_claims(url, token, **claims), key, algorithms=[base["alg"]])
+    base = {k: v for k, v in base.items() if v is not None}
+    registry = JWSRegistry(algorithms=[base["alg"]], strict_check_header=False)
+    registry.header_registry.pop("jwk", None)  # a hostile test may put anything there
+    return jwt.encode(base, proof_claims(url, token, **claims), key, registry=registry)
