@@ -26,11 +26,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import logging
 import math
 import re
 import secrets
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,6 +57,7 @@ logger = logging.getLogger("mcp_resolve.auth")
 MAX_PROOF_BYTES = 8 * 1024
 """A longer DPoP header is refused unread (an RSA-4096 proof is about 1.5 KB)."""
 MAX_JTI_CHARS = 256
+MAX_CACHED_KEYS = 1024
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
 _KEY_TYPES: dict[str, Any] = {"EC": ECKey, "RSA": RSAKey, "OKP": OKPKey}
@@ -106,6 +109,9 @@ class DPoPProofs:
         self._registries = {
             alg: JWSRegistry(algorithms=[alg], strict_check_header=False) for alg in options.algorithms
         }
+        self._keys: OrderedDict[str, tuple[Any, str]] = OrderedDict()
+        """Public keys already imported, with their thumbprints, by their JWK: a client signs many proofs
+        with one key (bounded, least recently used first out)."""
 
     @property
     def algs(self) -> str:
@@ -166,7 +172,7 @@ class DPoPProofs:
         registry = self._registries.get(alg) if isinstance(alg, str) else None
         if registry is None:
             raise ProofRefused("invalid_dpop_proof", f"algorithm {str(alg)[:20]!r} is not accepted")
-        key = _public_key(header.get("jwk"))
+        key, thumbprint = self._key(header.get("jwk"))
         try:
             claims = jwt.decode(proof, key, algorithms=[str(alg)], registry=registry).claims
             _ClaimsOnly().validate(claims)
@@ -174,7 +180,7 @@ class DPoPProofs:
             raise ProofRefused("invalid_dpop_proof", f"bad signature or structure ({exc.error})") from None
         except ValueError:
             raise ProofRefused("invalid_dpop_proof", "bad signature or structure") from None
-        if not hmac.compare_digest(key.thumbprint(), jkt):
+        if not hmac.compare_digest(thumbprint, jkt):
             raise ProofRefused("invalid_dpop_proof", "the proof's key is not the one the token is bound to")
         jti = claims.get("jti")
         if not isinstance(jti, str) or not 0 < len(jti) <= MAX_JTI_CHARS:
@@ -195,6 +201,25 @@ class DPoPProofs:
         if self.options.nonces and not self.nonce_ok(claims.get("nonce"), now):
             raise ProofRefused("use_dpop_nonce", "the proof lacks a current nonce of this server")
         return CheckedProof(jti, float(iat))
+
+    def _key(self, jwk: Any) -> tuple[Any, str]:
+        """The proof's public key and its thumbprint (RFC 7638), imported once per key."""
+        if not isinstance(jwk, dict) or len(jwk) > 16:
+            raise ProofRefused("invalid_dpop_proof", "missing or malformed jwk header")
+        try:
+            cache_key = json.dumps(jwk, sort_keys=True)
+        except (TypeError, ValueError):
+            raise ProofRefused("invalid_dpop_proof", "missing or malformed jwk header") from None
+        found = self._keys.get(cache_key)
+        if found is not None:
+            self._keys.move_to_end(cache_key)
+            return found
+        key = _public_key(jwk)
+        found = (key, key.thumbprint())
+        self._keys[cache_key] = found
+        if len(self._keys) > MAX_CACHED_KEYS:
+            self._keys.popitem(last=False)
+        return found
 
 
 def _public_key(jwk: Any) -> Any:
