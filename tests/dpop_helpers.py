@@ -60,7 +60,9 @@ async def dpop_desk(issuer: TestIssuer, dpop: DPoPOptions | None = None, **serve
         yield f"{base}/mcp"
 
 
-def mcp_request(token: str | None, dpop: str | list[str] | None = None, scheme: str = "DPoP") -> dict[str, Any]:
+def mcp_request(
+    token: str | None, dpop: str | list[str] | None = None, scheme: str = "DPoP"
+) -> dict[str, Any]:
     """A tools/list POST (2026-07-28) with `Authorization: <scheme> <token>` and the DPoP header(s)."""
     headers: list[tuple[str, str]] = [
         ("accept", "application/json, text/event-stream"),
@@ -89,9 +91,15 @@ def proof_claims(url: str, token: str | None, **overrides: Any) -> dict[str, Any
     return {k: v for k, v in claims.items() if v is not None}
 
 
-def proof(key: Key, url: str, token: str | None, *, header: dict[str, Any] | None = None, **claims: Any) -> str:
+def proof(
+    key: Key, url: str, token: str | None, *, header: dict[str, Any] | None = None, **claims: Any
+) -> str:
     """A proof signed by `key` (ES256 for an EC key), its public JWK in the header unless `header` says."""
-    base = {"typ": "dpop+jwt", "alg": "ES256" if isinstance(key, ECKey) else "RS256", "jwk": key.as_dict(private=False)}
+    base = {
+        "typ": "dpop+jwt",
+        "alg": "ES256" if isinstance(key, ECKey) else "RS256",
+        "jwk": key.as_dict(private=False),
+    }
     base.update(header or {})
     base = {k: v for k, v in base.items() if v is not None}
     registry = JWSRegistry(algorithms=[base["alg"]], strict_check_header=False)

@@ -57,11 +57,15 @@ def _hostile(key: ECKey, url: str, token: str, other_token: str) -> dict[str, st
         "missing jti": proof(key, url, token, jti=None),
         "oversized jti": proof(key, url, token, jti="j" * 1000),
         "signed by another key than the token's": proof(other_key, url, token),
-        "another key in the header than the signer": proof(key, url, token, header={"jwk": other_key.as_dict(private=False)}),
+        "another key in the header than the signer": proof(
+            key, url, token, header={"jwk": other_key.as_dict(private=False)}
+        ),
         "an RSA key that is not the token's": proof(rsa, url, token),
         "alg none": _unsigned({"typ": "dpop+jwt", "alg": "none", "jwk": public}, proof_claims(url, token)),
         "HS256 with the public key's bytes": _hs256_with_public(key, url, token),
-        "HS256 with an oct jwk": proof(hmac_key, url, token, header={"alg": "HS256", "jwk": hmac_key.as_dict(private=False)}),
+        "HS256 with an oct jwk": proof(
+            hmac_key, url, token, header={"alg": "HS256", "jwk": hmac_key.as_dict(private=False)}
+        ),
         "private key in the header": proof(key, url, token, header={"jwk": key.as_dict(private=True)}),
         "no jwk": proof(key, url, token, header={"jwk": None}),
         "typ JWT": proof(key, url, token, header={"typ": "JWT"}),

@@ -51,7 +51,9 @@ async def test_a_bound_token_needs_its_key_s_proof_and_is_refused_as_bearer(issu
         assert "ping" in good.text
         as_bearer = await http.post(url, **mcp_request(token, scheme="Bearer"))
         assert as_bearer.status_code == 401
-        assert _challenge(as_bearer).startswith("DPoP algs=") and 'error="invalid_token"' in _challenge(as_bearer)
+        assert _challenge(as_bearer).startswith("DPoP algs=") and 'error="invalid_token"' in _challenge(
+            as_bearer
+        )
         no_proof = await http.post(url, **mcp_request(token))
         assert no_proof.status_code == 401 and 'error="invalid_dpop_proof"' in _challenge(no_proof)
         unbound = issuer.mint(url)  # allowed policy: a plain bearer token still works as Bearer...
@@ -68,19 +70,19 @@ async def test_a_bound_token_needs_its_key_s_proof_and_is_refused_as_bearer(issu
 @pytest.mark.slow
 async def test_a_server_requiring_dpop_refuses_bearer_tokens_and_says_so(issuer: TestIssuer) -> None:
     key = DPoPKey.generate()
-    async with dpop_desk(issuer, DPoPOptions(required=True, algorithms=("ES256", "PS256"))) as url:
-        async with httpx.AsyncClient() as http:
-            nothing = await http.post(url, **mcp_request(None))
-            assert nothing.status_code == 401
-            assert _challenge(nothing).startswith('DPoP algs="ES256 PS256", resource_metadata=')
-            bearer = await http.post(url, **mcp_request(issuer.mint(url), scheme="Bearer"))
-            assert bearer.status_code == 401 and 'error="invalid_token"' in _challenge(bearer)
-            token = issuer.mint(url, cnf={"jkt": key.thumbprint})
-            good = await http.post(url, **mcp_request(token, key.proof("POST", url, access_token=token)))
-            assert good.status_code == 200, good.text
-            metadata = (await http.get(url.replace("/mcp", "/.well-known/oauth-protected-resource"))).json()
-            assert metadata["dpop_signing_alg_values_supported"] == ["ES256", "PS256"]
-            assert metadata["dpop_bound_access_tokens_required"] is True
+    options = DPoPOptions(required=True, algorithms=("ES256", "PS256"))
+    async with dpop_desk(issuer, options) as url, httpx.AsyncClient() as http:
+        nothing = await http.post(url, **mcp_request(None))
+        assert nothing.status_code == 401
+        assert _challenge(nothing).startswith('DPoP algs="ES256 PS256", resource_metadata=')
+        bearer = await http.post(url, **mcp_request(issuer.mint(url), scheme="Bearer"))
+        assert bearer.status_code == 401 and 'error="invalid_token"' in _challenge(bearer)
+        token = issuer.mint(url, cnf={"jkt": key.thumbprint})
+        good = await http.post(url, **mcp_request(token, key.proof("POST", url, access_token=token)))
+        assert good.status_code == 200, good.text
+        metadata = (await http.get(url.replace("/mcp", "/.well-known/oauth-protected-resource"))).json()
+        assert metadata["dpop_signing_alg_values_supported"] == ["ES256", "PS256"]
+        assert metadata["dpop_bound_access_tokens_required"] is True
 
 
 @pytest.mark.slow
@@ -93,9 +95,13 @@ async def test_a_server_demanding_nonces_hands_one_out_and_takes_it(issuer: Test
         assert first.status_code == 401 and 'error="use_dpop_nonce"' in _challenge(first)
         nonce = first.headers["dpop-nonce"]
         assert nonce == DPoPProofs(options, MemoryReplayStore()).nonce()  # stateless: any worker agrees
-        again = await http.post(url, **mcp_request(token, key.proof("POST", url, access_token=token, nonce=nonce)))
+        again = await http.post(
+            url, **mcp_request(token, key.proof("POST", url, access_token=token, nonce=nonce))
+        )
         assert again.status_code == 200, again.text
-        forged = await http.post(url, **mcp_request(token, key.proof("POST", url, access_token=token, nonce="x" * 24)))
+        forged = await http.post(
+            url, **mcp_request(token, key.proof("POST", url, access_token=token, nonce="x" * 24))
+        )
         assert forged.status_code == 401 and 'error="use_dpop_nonce"' in _challenge(forged)
 
 
@@ -128,7 +134,9 @@ async def test_an_introspected_bound_token_needs_its_proof_too(issuer: TestIssue
         mcp = MCPServer(
             "introspected",
             token_verifier=IntrospectionVerifier(
-                f"{issuer.base}/introspect", client_id=INTROSPECTION_CLIENT[0], client_secret=INTROSPECTION_CLIENT[1]
+                f"{issuer.base}/introspect",
+                client_id=INTROSPECTION_CLIENT[0],
+                client_secret=INTROSPECTION_CLIENT[1],
             ),
             auth=AuthSettings(issuer_url=issuer.base, resource_server_url=f"{base}/mcp"),
         )
@@ -201,5 +209,9 @@ async def test_the_client_key_lives_in_the_token_storage_and_proofs_name_the_req
     checker = DPoPProofs(DPoPOptions(), MemoryReplayStore())
     made = key.proof("post", "https://mcp.example/mcp?x=1#f", access_token="tok")
     await checker.check(
-        [made.encode()], method="POST", urls=["https://mcp.example/mcp"], access_token="tok", jkt=key.thumbprint
+        [made.encode()],
+        method="POST",
+        urls=["https://mcp.example/mcp"],
+        access_token="tok",
+        jkt=key.thumbprint,
     )

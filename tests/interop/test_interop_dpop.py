@@ -59,7 +59,9 @@ async def test_our_client_gets_a_bound_token_from_oidc_provider_and_proves_it_to
         url = f"{base}/mcp"
         storage = MemoryTokenStorage()
         browser = HeadlessBrowser()
-        oauth = OAuth(redirect_handler=browser, callback_handler=browser, storage=storage, scopes=["mcp:read"])
+        oauth = OAuth(
+            redirect_handler=browser, callback_handler=browser, storage=storage, scopes=["mcp:read"]
+        )
         async with Client(url, auth=oauth) as client:
             first = await client.call_tool("whoami", {})
             second = await client.call_tool("whoami", {})
@@ -75,5 +77,7 @@ async def test_our_client_gets_a_bound_token_from_oidc_provider_and_proves_it_to
         # The token alone is worth nothing: as Bearer, or without a proof, our server refuses it.
         async with httpx.AsyncClient() as http:
             for scheme in ("Bearer", "DPoP"):
-                refused = await http.post(url, json={}, headers={"authorization": f"{scheme} {tokens['access_token']}"})
+                refused = await http.post(
+                    url, json={}, headers={"authorization": f"{scheme} {tokens['access_token']}"}
+                )
                 assert refused.status_code == 401
