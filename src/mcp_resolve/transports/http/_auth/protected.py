@@ -58,7 +58,9 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
 
     async def _admit(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> bool:
         """Authenticate the request; False once the refusal (401, 403) has been sent."""
-        outcome = await self.bearer.authenticate(headers.raw.get(_AUTHORIZATION), self._proof_context(scope))
+        raw = headers.raw.get(_AUTHORIZATION)
+        dpop = raw is not None and raw[:4].lower() == _DPOP  # only a DPoP request pays for its context
+        outcome = await self.bearer.authenticate(raw, self._proof_context(scope) if dpop else None)
         if not isinstance(outcome, AccessToken):
             await outcome(scope, receive, send)
             return False
