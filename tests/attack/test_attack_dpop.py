@@ -128,3 +128,19 @@ async def test_a_captured_proof_is_refused_the_second_time(issuer: TestIssuer) -
             replayed = await http.post(url, **mcp_request(token, captured))
             assert replayed.status_code == 401
             assert 'error="invalid_dpop_proof"' in replayed.headers["www-authenticate"]
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Key size")
+async def test_rsa_proof_keys_must_be_2048_to_4096_bits_even_when_the_token_is_bound_to_them(
+    issuer: TestIssuer,
+) -> None:
+    weak, sound = RSAKey.generate_key(1024), RSAKey.generate_key(2048)
+    async with dpop_desk(issuer) as url, httpx.AsyncClient() as http:
+        weak_token = issuer.mint(url, cnf={"jkt": weak.thumbprint()})
+        refused = await http.post(url, **mcp_request(weak_token, proof(weak, url, weak_token)))
+        assert refused.status_code == 401
+        assert 'error="invalid_dpop_proof"' in refused.headers["www-authenticate"]
+        sound_token = issuer.mint(url, cnf={"jkt": sound.thumbprint()})
+        accepted = await http.post(url, **mcp_request(sound_token, proof(sound, url, sound_token)))
+        assert accepted.status_code == 200, accepted.text

@@ -58,6 +58,9 @@ MAX_PROOF_BYTES = 8 * 1024
 """A longer DPoP header is refused unread (an RSA-4096 proof is about 1.5 KB)."""
 MAX_JTI_CHARS = 256
 MAX_CACHED_KEYS = 1024
+_RSA_MODULUS_CHARS = (342, 683)
+"""The base64url length of a 2048-bit to 4096-bit modulus: RSA keys outside it (slow to check, or weak)
+are refused before they are imported."""
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
 _KEY_TYPES: dict[str, Any] = {"EC": ECKey, "RSA": RSAKey, "OKP": OKPKey}
@@ -106,9 +109,7 @@ class DPoPProofs:
         if options.nonces and secret is None:
             logger.info("DPoP nonces use a per-process secret: give DPoPOptions(nonce_secret=...) to a fleet")
         self._secret = (secret or secrets.token_urlsafe(32)).encode()
-        self._registries = {
-            alg: JWSRegistry(algorithms=[alg], strict_check_header=False) for alg in options.algorithms
-        }
+        self._registries = {alg: _registry(alg) for alg in options.algorithms}
         self._keys: OrderedDict[str, tuple[Any, str]] = OrderedDict()
         """Public keys already imported, with their thumbprints, by their JWK: a client signs many proofs
         with one key (bounded, least recently used first out)."""
@@ -173,6 +174,8 @@ class DPoPProofs:
         if registry is None:
             raise ProofRefused("invalid_dpop_proof", f"algorithm {str(alg)[:20]!r} is not accepted")
         key, thumbprint = self._key(header.get("jwk"))
+        if not hmac.compare_digest(thumbprint, jkt):  # before the signature: a stranger's key costs no check
+            raise ProofRefused("invalid_dpop_proof", "the proof's key is not the one the token is bound to")
         try:
             claims = jwt.decode(proof, key, algorithms=[str(alg)], registry=registry).claims
             _ClaimsOnly().validate(claims)
@@ -180,8 +183,6 @@ class DPoPProofs:
             raise ProofRefused("invalid_dpop_proof", f"bad signature or structure ({exc.error})") from None
         except ValueError:
             raise ProofRefused("invalid_dpop_proof", "bad signature or structure") from None
-        if not hmac.compare_digest(thumbprint, jkt):
-            raise ProofRefused("invalid_dpop_proof", "the proof's key is not the one the token is bound to")
         jti = claims.get("jti")
         if not isinstance(jti, str) or not 0 < len(jti) <= MAX_JTI_CHARS:
             raise ProofRefused("invalid_dpop_proof", "missing or oversized jti")
@@ -222,6 +223,15 @@ class DPoPProofs:
         return found
 
 
+def _registry(alg: str) -> JWSRegistry:
+    """joserfc's checks for one algorithm, with room for an RSA-4096 key in the header (its default
+    header bound, 512 bytes, fits only EC and OKP keys; the whole proof is bounded before this)."""
+    registry = JWSRegistry(algorithms=[alg], strict_check_header=False)
+    registry.max_header_length = 2048
+    registry.max_payload_length = 4096
+    return registry
+
+
 def _public_key(jwk: Any) -> Any:
     """The proof's own public key (its `jwk` header), refused when it is anything else."""
     if not isinstance(jwk, dict) or len(jwk) > 16:
@@ -231,6 +241,11 @@ def _public_key(jwk: Any) -> Any:
     kind = _KEY_TYPES.get(str(jwk.get("kty")))  # "oct" (an HMAC key) is no kind of key here
     if kind is None:
         raise ProofRefused("invalid_dpop_proof", "the jwk header is not an asymmetric public key")
+    if kind is RSAKey and not (
+        _RSA_MODULUS_CHARS[0] <= len(str(jwk.get("n", ""))) <= _RSA_MODULUS_CHARS[1]
+        and len(str(jwk.get("e", ""))) <= 8
+    ):
+        raise ProofRefused("invalid_dpop_proof", "an RSA key outside 2048-4096 bits, or a huge exponent")
     try:
         return kind.import_key(jwk)
     except Exception:  # joserfc raises several types for a malformed key
