@@ -5,7 +5,7 @@ the authorization server, with DPoP on and a nonce demanded at its token
 endpoint; our server requires DPoP and demands nonces of its own. Nothing is
 mocked: the Client logs in (HeadlessBrowser plays the person), answers both
 `use_dpop_nonce` challenges, and every call it makes carries a fresh proof
-of the key its token is bound to. A refresh keeps the binding.
+of the key its token is bound to, and so does the refresh of its (bound) refresh token. A refresh keeps the binding.
 """
 
 from __future__ import annotations
@@ -64,6 +64,8 @@ async def test_our_client_gets_a_bound_token_from_oidc_provider_and_proves_it_to
         )
         async with Client(url, auth=oauth) as client:
             first = await client.call_tool("whoami", {})
+            old_token = ((await storage.get(f"tokens {url}")) or {})["access_token"]
+            oauth._tokens[url]["expires_at"] = 0  # type: ignore[index]  # due: refreshed before the next call
             second = await client.call_tool("whoami", {})
         tokens = (await storage.get(f"tokens {url}")) or {}
         assert tokens["token_type"] == "DPoP"
@@ -72,7 +74,9 @@ async def test_our_client_gets_a_bound_token_from_oidc_provider_and_proves_it_to
         expected = f"alice bound to {key.thumbprint}"
         assert first.content[0].text == expected  # type: ignore[union-attr]
         assert second.content[0].text == expected  # type: ignore[union-attr]
-        assert proxy.seen.count(("POST", "/token")) == 2  # the nonce challenge, then the token
+        # a nonce challenge, then the code; the refresh (a bound refresh token: the same key's proof)
+        assert proxy.seen.count(("POST", "/token")) == 3
+        assert tokens["access_token"] != old_token and tokens.get("refresh_token")
 
         # The token alone is worth nothing: as Bearer, or without a proof, our server refuses it.
         async with httpx.AsyncClient() as http:
