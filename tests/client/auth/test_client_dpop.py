@@ -27,7 +27,7 @@ from mcp_resolve.auth import DPoPOptions
 from mcp_resolve.auth.jwt import jose_header
 from mcp_resolve.client.auth import AuthorizationError, HeadlessBrowser, MemoryTokenStorage, OAuth
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 
 class DPoPIssuer(TestIssuer):
@@ -94,6 +94,7 @@ def _oauth(storage: MemoryTokenStorage | None = None, **options: Any) -> OAuth:
     return OAuth(redirect_handler=browser, callback_handler=browser, storage=storage, **options)
 
 
+@pytest.mark.slow
 async def test_the_client_binds_its_token_and_answers_both_nonce_challenges() -> None:
     storage = MemoryTokenStorage()
     async with (
@@ -113,6 +114,7 @@ async def test_the_client_binds_its_token_and_answers_both_nonce_challenges() ->
         assert ((await storage.get(f"tokens {url}")) or {})["token_type"] == "DPoP"
 
 
+@pytest.mark.slow
 async def test_dpop_false_asks_for_bearer_tokens_even_where_dpop_is_offered() -> None:
     async with issuer_served(DPoPIssuer()) as issuer, dpop_desk(issuer) as url:
         async with Client(url, auth=_oauth(dpop=False)) as client:
@@ -121,6 +123,7 @@ async def test_dpop_false_asks_for_bearer_tokens_even_where_dpop_is_offered() ->
         assert issuer.proofs == [] and issuer.dpop_jkts == [None]
 
 
+@pytest.mark.slow
 async def test_a_dpop_token_the_client_never_asked_for_is_refused() -> None:
     """The server did not advertise DPoP, so no proof was sent: a token_type of DPoP is not ours to use."""
     async with (
@@ -131,3 +134,25 @@ async def test_a_dpop_token_the_client_never_asked_for_is_refused() -> None:
             async with Client(url, auth=_oauth()):
                 pass
         assert caught.value.error == "invalid_token_response"
+
+
+@pytest.mark.parametrize(
+    ("listed", "challenged", "expected"),
+    [((), False, False), (("ES256",), False, True), ((), True, True), (("PS256",), False, False)],
+)
+def test_by_default_dpop_is_used_only_where_the_mcp_server_takes_it(
+    listed: tuple[str, ...], challenged: bool, expected: bool
+) -> None:
+    """A bound token is no use to a server that reads Bearer only: the server must list ES256 in its
+    metadata, or challenge with the DPoP scheme, besides the authorization server offering it."""
+    from mcp_resolve.client.auth.discovery import ProtectedResource
+    from mcp_resolve.client.auth.grant import _Attempts
+
+    offering = {"dpop_signing_alg_values_supported": ["ES256"]}
+    resource = ProtectedResource("https://mcp.example/mcp", ("https://as.example",), None, None, listed)
+    oauth = OAuth()
+    oauth._note_dpop(resource, _Attempts(dpop_offered=challenged))
+    assert oauth._uses_dpop(offering, resource) is expected
+    assert oauth._uses_dpop({}, resource) is False  # nor where the authorization server does not offer it
+    assert OAuth(dpop=True)._uses_dpop({}, resource) is True
+    assert OAuth(dpop=False)._uses_dpop(offering, resource) is False

@@ -98,7 +98,15 @@ class ClientCredentials(Grant):
         form = {"scope": " ".join(scopes) or None, "resource": resource.resource}
         if registration.method == "private_key_jwt":
             form["client_id"] = registration.client_id
-        tokens = await self._token_request(http, metadata, registration, issuer, "client_credentials", form)
+        tokens = await self._token_request(
+            http,
+            metadata,
+            registration,
+            issuer,
+            "client_credentials",
+            form,
+            dpop=self._uses_dpop(metadata, resource),
+        )
         tokens.pop("refresh_token", None)  # a new assertion is as good as a refresh (RFC 6749 §4.4.3)
         return record(tokens, issuer, resource, scopes)
 

@@ -16,8 +16,10 @@ storage) and acts on what the server answers:
   authorization server (or the person) declined it, and would again.
 
 With DPoP (RFC 9449; `dpop=None`, the default, uses it when the
-authorization server lists ES256 in `dpop_signing_alg_values_supported`),
-token requests carry a proof of the client's key, and a token of type DPoP
+authorization server lists ES256 in `dpop_signing_alg_values_supported` and
+the MCP server does too, or challenges with the DPoP scheme: a bound token
+is of no use to a server that only reads Bearer), token requests carry a
+proof of the client's key, and a token of type DPoP
 is sent as `Authorization: DPoP <token>` with a fresh proof on every
 request. A 401 `use_dpop_nonce` from the server is answered once with its
 nonce, before anything else is tried. The key is kept in the token storage
@@ -91,6 +93,8 @@ class _Attempts:
     authorized: bool = False
     step_ups: int = 0
     nonce_retried: bool = False
+    dpop_offered: bool = False
+    """The server's last refusal carried a DPoP challenge: it takes DPoP tokens."""
 
 
 def _network_failure(exc: httpx.HTTPError) -> str:
@@ -137,6 +141,8 @@ class Grant(httpx.Auth):
         self.dpop = dpop
         self._dpop_key: DPoPKey | None = None
         self._nonces = Nonces()
+        self._dpop_resources: set[str] = set()
+        """Protected resources that said they take DPoP (metadata or challenge)."""
         self.scopes = list(scopes or ())
         self.storage: TokenStorage = storage if storage is not None else MemoryTokenStorage()
         self.max_step_ups = max_step_ups
@@ -177,6 +183,7 @@ class Grant(httpx.Auth):
                 response = yield request
                 continue
             challenge = parse_bearer_challenge(values) or dpop_challenge
+            attempts.dpop_offered = dpop_challenge is not None
             if response.status_code == 401:
                 renewed = await self._guarded(self._renew(server, challenge, tokens, attempts))
             elif challenge is not None and challenge.error == "insufficient_scope":
@@ -238,12 +245,21 @@ class Grant(httpx.Auth):
             self._dpop_key = key
         return self._dpop_key
 
-    def _uses_dpop(self, metadata: dict[str, Any]) -> bool:
-        """Whether token requests to this authorization server carry DPoP proofs."""
+    def _uses_dpop(self, metadata: dict[str, Any], resource: ProtectedResource) -> bool:
+        """Whether tokens for `resource` from this authorization server are asked for with DPoP."""
         if self.dpop is not None:
             return self.dpop
         algorithms = metadata.get("dpop_signing_alg_values_supported")
-        return isinstance(algorithms, list) and "ES256" in algorithms
+        return (
+            isinstance(algorithms, list)
+            and "ES256" in algorithms
+            and resource.resource in self._dpop_resources
+        )
+
+    def _note_dpop(self, resource: ProtectedResource, attempts: _Attempts) -> None:
+        """Remember that `resource` takes DPoP, when its metadata or its challenge says so."""
+        if attempts.dpop_offered or "ES256" in (resource.dpop_algorithms or ()):
+            self._dpop_resources.add(resource.resource)
 
     def time_with_person(self) -> float:
         """Seconds spent waiting for a person to log in, the current wait included.
@@ -350,6 +366,7 @@ class Grant(httpx.Auth):
             async with self._http() as http:
                 previous_issuer = current.get("issuer") if current else None
                 resource, issuer, metadata = await self._discover(http, server, challenge, previous_issuer)
+                self._note_dpop(resource, attempts)
                 if (
                     current is not None
                     and current.get("refresh_token")
@@ -398,6 +415,7 @@ class Grant(httpx.Auth):
                 resource, issuer, metadata = await self._discover(
                     http, server, challenge, current.get("issuer")
                 )
+                self._note_dpop(resource, attempts)
                 scopes = self._with_extras(union_scopes(requested, challenged), metadata)
                 widened = await self._save(
                     server, await self._obtain(http, resource, issuer, metadata, scopes)
@@ -418,7 +436,10 @@ class Grant(httpx.Auth):
         issuer = str(tokens["issuer"])
         registration = await self._registration_for(http, issuer, metadata, refreshing=True)
         form = {"refresh_token": tokens["refresh_token"], "resource": tokens.get("resource")}
-        fresh = await self._token_request(http, metadata, registration, issuer, "refresh_token", form)
+        # A refresh token issued with DPoP is bound to the key too: refresh as the token was obtained.
+        fresh = await self._token_request(
+            http, metadata, registration, issuer, "refresh_token", form, dpop=_is_dpop(tokens)
+        )
         record = refreshed(tokens, fresh)
         logger.info("refreshed the access token for %s", server)
         return await self._save(server, record)
@@ -431,9 +452,12 @@ class Grant(httpx.Auth):
         issuer: str,
         grant_type: str,
         form: dict[str, Any],
+        *,
+        dpop: bool,
     ) -> dict[str, Any]:
+        """Ask `issuer`'s token endpoint for tokens, with a DPoP proof when `dpop`."""
         client_auth = self._client_auth(registration, issuer)
-        key = await self._proof_key() if self._uses_dpop(metadata) else None
+        key = await self._proof_key() if dpop else None
         return await token_request(
             http, metadata, issuer, grant_type, form, client_auth, dpop=key, nonces=self._nonces
         )
