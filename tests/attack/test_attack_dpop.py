@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from joserfc import jws
 from joserfc.jwk import ECKey, OctKey, RSAKey
 
 from auth_helpers import TestIssuer, issuer_served
@@ -70,6 +71,12 @@ def _hostile(key: ECKey, url: str, token: str, other_token: str) -> dict[str, st
         "no jwk": proof(key, url, token, header={"jwk": None}),
         "typ JWT": proof(key, url, token, header={"typ": "JWT"}),
         "oversized header": proof(key, url, token, header={"pad": "p" * 10_000}),
+        "claims that are a list": jws.serialize_compact(
+            {"typ": "dpop+jwt", "alg": "ES256", "jwk": public}, b"[1, 2]", key
+        ),
+        "claims that are not JSON": jws.serialize_compact(
+            {"typ": "dpop+jwt", "alg": "ES256", "jwk": public}, b"\xff\xfe", key
+        ),
         "not a JWT": "not-a-jwt",
         "two proofs": [proof(key, url, token), proof(key, url, token)],
         "no proof": [],

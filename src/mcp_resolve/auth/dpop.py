@@ -153,7 +153,14 @@ class DPoPProofs:
             proof = raw.decode("ascii").strip()
         except UnicodeDecodeError:
             raise ProofRefused("invalid_dpop_proof", "DPoP header is not ASCII") from None
-        checked = self._verify(proof, method, urls, access_token, jkt)
+        try:
+            checked = self._verify(proof, method, urls, access_token, jkt)
+        except ProofRefused:
+            raise
+        except Exception as exc:  # a proof that breaks a parser is still just a refused proof, never a 5xx
+            raise ProofRefused(
+                "invalid_dpop_proof", f"it could not be checked ({type(exc).__name__})"
+            ) from None
         expires_at = checked.iat + self.options.proof_max_age_s + DEFAULT_LEEWAY_S + 1
         digest = hashlib.sha256(f"{jkt} {checked.jti}".encode()).hexdigest()
         if not await self.replay_store.claim(f"dpop:{digest}", expires_at):
