@@ -115,6 +115,7 @@ conformance: $(STAMP) $(NODE_STAMP)
 # Pass options with BENCH_ARGS, e.g. `make bench BENCH_ARGS="--transports http --reps 1"`.
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/dpop.py
 
 # Mixed refund load with dropped clients, in two legs of 90 s (about four minutes in all): two HTTP
 # workers, one killed and restarted; then nginx, three workers and Redis, with workers SIGKILLed and

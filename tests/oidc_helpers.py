@@ -58,16 +58,18 @@ def node_installed() -> None:
 
 @asynccontextmanager
 async def oidc_provider(
-    resource: str, issuer: str | None = None, *, scopes: str = "mcp:read mcp:write"
+    resource: str, issuer: str | None = None, *, scopes: str = "mcp:read mcp:write", dpop_nonces: bool = False
 ) -> AsyncIterator[tuple[str, int]]:
     """oidc-provider for `resource` until the block ends; yields (its issuer, the port it listens on).
 
     `issuer` is the URL it announces when it is reached through a proxy (default: its own);
-    `scopes` are all it will grant for `resource` (a scope outside them is left out of a grant).
+    `scopes` are all it will grant for `resource` (a scope outside them is left out of a grant);
+    `dpop_nonces` makes its token endpoint demand a DPoP nonce (DPoP itself is on in oidc-provider 9).
     """
     node_installed()
     command = [str(NODE), str(LAUNCHER), resource, *([issuer] if issuer else [])]
-    async with node_script(command, {**os.environ, "RESOURCE_SCOPES": scopes}, "oidc-provider") as ready:
+    env = {**os.environ, "RESOURCE_SCOPES": scopes, "DPOP_NONCES": "1" if dpop_nonces else "0"}
+    async with node_script(command, env, "oidc-provider") as ready:
         yield str(ready["issuer"]), int(ready["port"])
 
 

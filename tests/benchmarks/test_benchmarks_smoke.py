@@ -361,3 +361,19 @@ def test_a_cpu_target_says_when_the_run_cannot_tell_it_from_its_limit() -> None:
     table = report.render(summary)
     assert "0.24 (limit 0.25; whole repetitions 0.24; 95% interval 0.22-0.26, within the noise)" in table
     assert "95% interval 0.19-0.2)" in table
+
+
+def test_the_dpop_row_measures_both_kinds_of_token_on_one_server(tmp_path: Path) -> None:
+    """benchmarks/dpop.py --quick: every bearer and every DPoP call answered (it stops on a refusal)."""
+    finished = subprocess.run(
+        [PYTHON, str(ROOT / "benchmarks" / "dpop.py"), "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    assert "DPoP, server CPU per call" in finished.stdout
+    [result] = tmp_path.glob("dpop-*.json")
+    samples = json.loads(result.read_text())["cpu_s_per_call"]
+    assert len(samples["bearer"]) == len(samples["dpop"]) == 1

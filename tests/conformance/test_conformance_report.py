@@ -57,14 +57,17 @@ def tally_of(run: ModuleType, leg: Any, tmp_path: Path, results: dict[str, list[
 
 
 SCORED_GOOD = {"tools_call": ["SUCCESS"] * 4, "auth/metadata-default": ["SUCCESS"] * 12}
+DPOP_GOOD = {"auth/dpop": ["SUCCESS"] * 13, "auth/dpop-nonce": ["SUCCESS"] * 15}
+"""Unscored, but implemented: run.py holds both client legs to them passing."""
 
 
 def test_unimplemented_extensions_do_not_read_as_failures(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
     results = {
         **SCORED_GOOD,
+        **DPOP_GOOD,
         "json-schema-2020-12-preservation": ["SUCCESS"] * 3,
-        "auth/dpop": ["SUCCESS", *["FAILURE"] * 15],
+        "auth/enterprise-managed-authorization": ["SUCCESS", *["FAILURE"] * 15],
         "auth/wif-jwt-bearer": ["FAILURE"] * 15,
     }
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
@@ -74,30 +77,53 @@ def test_unimplemented_extensions_do_not_read_as_failures(run: ModuleType, tmp_p
     )
     assert (
         lines[1]
-        == "      not scored by the harness (no effect on PASS/FAIL): 1/3 scenarios passed (3 checks)"
+        == "      not scored by the harness (no effect on PASS/FAIL): 3/5 scenarios passed (31 checks)"
     )
     assert lines[2] == (
         "        not implemented here, failing as expected (30 checks): "
-        "auth/dpop (extension), auth/wif-jwt-bearer (extension)"
+        "auth/enterprise-managed-authorization (extension), auth/wif-jwt-bearer (extension)"
     )
-    assert len(lines) == 3
+    assert lines[3] == (
+        "      unscored but held to passing by run.py (auth/dpop*, 2 expected): "
+        "2/2 scenarios passed; 28/28 checks passed, 0 failed, 0 warnings"
+    )
+    assert len(lines) == 4
     assert not any("30 failed" in line for line in lines)
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_a_failing_or_missing_dpop_scenario_fails_a_client_leg(
+    run: ModuleType, tmp_path: Path, version: str
+) -> None:
+    """DPoP is implemented: unscored by the harness, but run.py holds both client legs to it."""
+    (leg,) = [leg for leg in run.legs("http://127.0.0.1:1/mcp") if leg.name == f"client {version}"]
+    failing = {**SCORED_GOOD, **DPOP_GOOD, "auth/dpop-nonce": ["SUCCESS", "FAILURE"]}
+    ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path / "failing", failing), tmp_path)
+    assert not ok
+    assert "        unscored but failing: auth/dpop-nonce (extension): 1 checks failed, 0 warnings" in lines
+    missing = {**SCORED_GOOD, "auth/dpop": DPOP_GOOD["auth/dpop"]}
+    ok, _lines = run.summarize(leg, tally_of(run, leg, tmp_path / "missing", missing), tmp_path)
+    assert not ok
 
 
 def test_an_unscored_scenario_we_implement_is_still_shown_failing(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
-    results = {**SCORED_GOOD, "json-schema-2020-12-preservation": ["SUCCESS", "FAILURE", "WARNING"]}
+    results = {
+        **SCORED_GOOD,
+        **DPOP_GOOD,
+        "json-schema-2020-12-preservation": ["SUCCESS", "FAILURE", "WARNING"],
+    }
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
     assert ok  # unscored: the verdict is the scored one, as before
-    assert lines[-1] == (
+    assert (
         "        unscored but failing: json-schema-2020-12-preservation (added after release): "
         "1 checks failed, 1 warnings"
-    )
+    ) in lines
 
 
 def test_a_scored_failure_fails_the_leg_and_is_named(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
-    results = {**SCORED_GOOD, "tools_call": ["SUCCESS", "FAILURE"]}
+    results = {**SCORED_GOOD, **DPOP_GOOD, "tools_call": ["SUCCESS", "FAILURE"]}
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
     assert not ok
     assert lines[0].startswith(

@@ -7,6 +7,8 @@
 //
 // RESOURCE_SCOPES (environment) the scopes the provider grants for RESOURCE (default "mcp:read mcp:write"):
 // scopes outside it are left out of a grant, as a provider's policy would.
+// DPOP_NONCES=1 (environment): DPoP (on by default in oidc-provider 9) also demands a nonce of its
+// own in every proof at the token endpoint (use_dpop_nonce, RFC 9449 §8).
 //
 // Listens on a free loopback port and prints one JSON line, {"issuer", "port"}, once it is ready.
 // What it does for MCP: dynamic client registration (open), PKCE S256 (required for public clients),
@@ -15,6 +17,7 @@
 // consent are scripted: the interaction page signs "alice" in and consents to what was asked, through
 // oidc-provider's own interaction API, so an HTTP client that follows redirects (and keeps cookies)
 // plays the person. It stops on SIGTERM or when its standard input closes.
+import { randomBytes } from 'node:crypto';
 import http from 'node:http';
 
 import { exportJWK, generateKeyPair } from 'jose';
@@ -44,6 +47,9 @@ const provider = new Provider(issuer, {
     pkce: { required: () => true },
     features: {
         devInteractions: { enabled: false },
+        dPoP: process.env.DPOP_NONCES === '1'
+            ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true }
+            : { enabled: true },
         registration: { enabled: true },
         resourceIndicators: {
             enabled: true,

@@ -29,6 +29,7 @@ __all__ = [
     "AccessToken",
     "AuthSettings",
     "ClientRegistrationOptions",
+    "DPoPOptions",
     "RevocationOptions",
     "TokenVerifier",
     "check_leeway",
@@ -72,6 +73,13 @@ class AccessToken(BaseModel):
     def issuer(self) -> str | None:
         issuer = (self.claims or {}).get("iss")
         return issuer if isinstance(issuer, str) else None
+
+    @property
+    def dpop_jkt(self) -> str | None:
+        """The thumbprint of the key the token is bound to (`cnf.jkt`, RFC 9449 §6), or None if unbound."""
+        confirmation = (self.claims or {}).get("cnf")
+        jkt = confirmation.get("jkt") if isinstance(confirmation, dict) else None
+        return jkt if isinstance(jkt, str) else None
 
 
 @runtime_checkable
@@ -157,6 +165,63 @@ class RevocationOptions(BaseModel):
     enabled: bool = False
 
 
+DPOP_ALGORITHMS = ("ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "RS256", "RS384", "RS512", "Ed25519")
+"""The DPoP proof algorithms a protected server accepts by default: asymmetric signatures only."""
+_DPOP_ALLOWED = frozenset({*DPOP_ALGORITHMS, "EdDSA"})
+
+
+class DPoPOptions(BaseModel):
+    """How a protected server treats DPoP (RFC 9449): sender-constrained tokens a thief cannot use.
+
+    A token bound to a key (`cnf.jkt`) is accepted only as `Authorization:
+    DPoP` with a valid proof of that key for this very request, whatever
+    these options say; presented as Bearer it is refused. `required`: every
+    request must use DPoP (bearer tokens are refused). `algorithms`: the proof
+    signatures accepted (asymmetric only). `proof_max_age_s`: how old a
+    proof's `iat` may be (proof ids are remembered that long, in the server's
+    replay store). `nonces`: demand a nonce of this server's making in every
+    proof (`use_dpop_nonce`); it changes every `nonce_lifetime_s` and the
+    previous one stays good for one more period. Nonces are an HMAC of the
+    period under `nonce_secret`, so every worker of a fleet given the same
+    secret agrees without sharing state (without one, each process makes
+    its own: one worker only).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    required: bool = False
+    algorithms: tuple[str, ...] = DPOP_ALGORITHMS
+    proof_max_age_s: float = 300.0
+    nonces: bool = False
+    nonce_lifetime_s: float = 300.0
+    nonce_secret: str | None = Field(default=None, repr=False)
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algorithms(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        refused = [alg for alg in value if alg not in _DPOP_ALLOWED]
+        if refused or not value:
+            raise ValueError(
+                f"DPoP proofs must be signed with asymmetric algorithms ({', '.join(sorted(_DPOP_ALLOWED))}), "
+                f"not {', '.join(refused) or 'none at all'}"
+            )
+        return value
+
+    @field_validator("proof_max_age_s", "nonce_lifetime_s")
+    @classmethod
+    def _seconds(cls, value: float) -> float:
+        if not 1 <= value <= 3600:
+            raise ValueError("must be between 1 and 3600 seconds")
+        return value
+
+    @field_validator("nonce_secret")
+    @classmethod
+    def _secret(cls, value: str | None) -> str | None:
+        if value is not None and len(value.encode()) < 32:
+            raise ValueError("nonce_secret must be at least 32 bytes (secrets.token_urlsafe(32) makes one)")
+        return value
+
+
 class AuthSettings(BaseModel):
     """Where this protected resource gets its tokens, as Protected Resource Metadata announces it.
 
@@ -178,6 +243,10 @@ class AuthSettings(BaseModel):
     `revocation_options` turn on `/register` and `/revoke`, and
     `client_id_metadata_documents` accepts clients whose id is the https URL
     of their metadata document (CIMD), fetched when they first come.
+
+    `dpop` says how sender-constrained tokens are checked (`DPoPOptions`):
+    by default DPoP is accepted beside bearer tokens, and a token bound to a
+    key is accepted only with a proof of that key.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -191,6 +260,7 @@ class AuthSettings(BaseModel):
     client_registration_options: ClientRegistrationOptions | None = None
     revocation_options: RevocationOptions | None = None
     client_id_metadata_documents: bool = False
+    dpop: DPoPOptions = DPoPOptions()
 
     @field_validator("issuer_url", "resource_server_url", "service_documentation_url", mode="before")
     @classmethod

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from ..auth.tokens import AuthSettings, TokenVerifier
     from ..prompts import Prompt
     from ..protocol.listen import Notifications
+    from ..replay import ReplayStore
     from ..resources import Resource, ResourceTemplate
     from ..sealing import RequestStateSecurity
     from ..stores import RedisConnection
@@ -38,6 +39,11 @@ class DeploymentChecks(Protocol):
 
     @property
     def request_state_security(self) -> RequestStateSecurity: ...
+
+    @property
+    def replay_store(self) -> ReplayStore:
+        """Where single-use claims are recorded (requestState rounds, DPoP proof ids)."""
+        ...
 
     @property
     def session_store(self) -> SessionStore | None: ...

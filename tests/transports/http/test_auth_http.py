@@ -26,6 +26,7 @@ from auth_helpers import TestIssuer, forged_tokens, issuer_served, serve_at_know
 from http_helpers import free_port
 from mcp_resolve import MCPServer
 from mcp_resolve.auth import AccessToken, AuthSettings, JWTVerifier
+from mcp_resolve.auth.tokens import DPOP_ALGORITHMS
 from mcp_resolve.transports.http._auth.bearer import BearerCheck
 
 pytestmark = pytest.mark.anyio
@@ -183,6 +184,7 @@ async def test_protected_resource_metadata_is_public_and_cors_open(issuer: TestI
             "bearer_methods_supported": ["header"],
             "resource_name": "protected-desk",
             "scopes_supported": ["mcp:use"],
+            "dpop_signing_alg_values_supported": list(DPOP_ALGORITHMS),
         }
         for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
             response = await http.get(base + path, headers={"origin": "https://app.example"})

@@ -62,6 +62,9 @@ class OAuth(Grant):
     command-line tools), refreshed when they expire, and widened when the
     server asks for more scope. `offline_access` is requested when the
     authorization server lists it, so that a refresh token is issued.
+    `dpop`: bind tokens to a key of this client (RFC 9449), when the
+    authorization server and the MCP server both support it (None, the
+    default), always (True) or never (False).
     """
 
     def __init__(
@@ -83,8 +86,11 @@ class OAuth(Grant):
         login_timeout: float = 300.0,
         client_metadata: dict[str, Any] | None = None,
         http_client: Callable[[], httpx.AsyncClient] | None = None,
+        dpop: bool | None = None,
     ) -> None:
-        super().__init__(scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client)
+        super().__init__(
+            scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client, dpop=dpop
+        )
         if client_metadata_url is not None and not valid_metadata_url(client_metadata_url):
             raise ValueError(
                 "client_metadata_url must be an https URL with a path, e.g. https://app.example/client.json"
@@ -172,6 +178,7 @@ class OAuth(Grant):
         registration = await self._registration_for(http, issuer, metadata)
         redirect_uri = await self.callback_handler.redirect_uri()
         verifier = generate_token(64, _UNRESERVED)
+        dpop = self._uses_dpop(metadata, resource)
         state = secrets.token_urlsafe(32)
         url = prepare_grant_uri(
             endpoint,
@@ -184,6 +191,8 @@ class OAuth(Grant):
             code_challenge_method="S256",
             resource=resource.resource,
             prompt="consent" if "offline_access" in scopes else None,
+            # RFC 9449 §10: the code can then be redeemed only with this client's key.
+            dpop_jkt=(await self._proof_key()).thumbprint if dpop else None,
         )
         async with self._with_person():
             await self._send_person(url)
@@ -194,7 +203,9 @@ class OAuth(Grant):
             "code_verifier": verifier,
             "resource": resource.resource,
         }  # client_id goes where the authentication method puts it (Authlib adds it for none and post)
-        tokens = await self._token_request(http, metadata, registration, issuer, "authorization_code", form)
+        tokens = await self._token_request(
+            http, metadata, registration, issuer, "authorization_code", form, dpop=dpop
+        )
         logger.info("authorized for %s at %s", resource.resource, issuer)
         return record(tokens, issuer, resource, scopes)
 

@@ -1,5 +1,8 @@
 """Reading a `WWW-Authenticate: Bearer ...` challenge (RFC 7235 §4.1, RFC 6750 §3, RFC 9728 §5.1).
 
+A `DPoP` challenge (RFC 9449 §7.1) has the same parameters (and `algs`);
+`parse_bearer_challenge(values, "dpop")` reads it.
+
 The server says three things in it that steer the flow: where its protected
 resource metadata is (`resource_metadata`), which scopes the request needs
 (`scope`), and why it refused (`error`, e.g. `insufficient_scope` on a 403).
@@ -74,12 +77,12 @@ def _challenges(text: str) -> list[tuple[str, dict[str, str]]]:
     return found
 
 
-def parse_bearer_challenge(values: Iterable[str]) -> BearerChallenge | None:
-    """The Bearer challenge among the `WWW-Authenticate` header values, or None if there is none."""
+def parse_bearer_challenge(values: Iterable[str], scheme: str = "bearer") -> BearerChallenge | None:
+    """The Bearer (or `scheme`) challenge among the `WWW-Authenticate` header values, or None if there is none."""
     text = ", ".join(values)
     if len(text) > MAX_HEADER_CHARS:
         return None
-    for scheme, params in _challenges(text):
-        if scheme == "bearer":
+    for found, params in _challenges(text):
+        if found == scheme:
             return BearerChallenge(params)
     return None

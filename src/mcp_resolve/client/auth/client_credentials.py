@@ -31,6 +31,7 @@ class ClientCredentials(Grant):
     RFC 7523: pass `private_key` as PEM or a joserfc key; the assertion's
     audience is the issuer). No person and no browser; a 403
     `insufficient_scope` asks for a token with the union of the scopes.
+    `dpop` as for `OAuth`.
     """
 
     grant_type = "client_credentials"
@@ -47,8 +48,11 @@ class ClientCredentials(Grant):
         storage: TokenStorage | None = None,
         max_step_ups: int = 2,
         http_client: Callable[[], httpx.AsyncClient] | None = None,
+        dpop: bool | None = None,
     ) -> None:
-        super().__init__(scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client)
+        super().__init__(
+            scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client, dpop=dpop
+        )
         if (client_secret is None) == (private_key is None):
             raise ValueError("pass exactly one of client_secret and private_key")
         self.client_id = client_id
@@ -94,7 +98,15 @@ class ClientCredentials(Grant):
         form = {"scope": " ".join(scopes) or None, "resource": resource.resource}
         if registration.method == "private_key_jwt":
             form["client_id"] = registration.client_id
-        tokens = await self._token_request(http, metadata, registration, issuer, "client_credentials", form)
+        tokens = await self._token_request(
+            http,
+            metadata,
+            registration,
+            issuer,
+            "client_credentials",
+            form,
+            dpop=self._uses_dpop(metadata, resource),
+        )
         tokens.pop("refresh_token", None)  # a new assertion is as good as a refresh (RFC 6749 §4.4.3)
         return record(tokens, issuer, resource, scopes)
 

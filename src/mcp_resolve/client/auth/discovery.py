@@ -187,6 +187,8 @@ class ProtectedResource:
     scopes_supported: tuple[str, ...] | None
     metadata_url: str | None
     """None when the server publishes no metadata (2025-03-26 servers: the origin is the issuer)."""
+    dpop_algorithms: tuple[str, ...] | None = None
+    """`dpop_signing_alg_values_supported`: the DPoP proof algorithms the server accepts, if it says."""
 
 
 def _protected_resource_urls(server_url: str) -> list[str]:
@@ -229,7 +231,13 @@ async def discover_protected_resource(
                 "resource_mismatch",
                 f"{url} describes the resource {resource!r}, not {server_url!r}; refusing to authorize for it",
             )
-        return ProtectedResource(resource, servers, _strings(document.get("scopes_supported")), url)
+        return ProtectedResource(
+            resource,
+            servers,
+            _strings(document.get("scopes_supported")),
+            url,
+            _strings(document.get("dpop_signing_alg_values_supported")),
+        )
     # No metadata anywhere: a 2025-03-26 server, whose origin is its own authorization server.
     parts = urlsplit(server_url)
     return ProtectedResource(server_url, (urlunsplit((parts.scheme, parts.netloc, "", "", "")),), None, None)

@@ -15,6 +15,16 @@ storage) and acts on what the server answers:
   challenged scope ends there, with an `AuthorizationError`: the
   authorization server (or the person) declined it, and would again.
 
+With DPoP (RFC 9449; `dpop=None`, the default, uses it when the
+authorization server lists ES256 in `dpop_signing_alg_values_supported` and
+the MCP server does too, or challenges with the DPoP scheme: a bound token
+is of no use to a server that only reads Bearer), token requests carry a
+proof of the client's key, and a token of type DPoP
+is sent as `Authorization: DPoP <token>` with a fresh proof on every
+request. A 401 `use_dpop_nonce` from the server is answered once with its
+nonce, before anything else is tried. The key is kept in the token storage
+(`dpop key`), beside the tokens bound to it.
+
 A token about to expire is refreshed before the request goes out. How a new
 token is obtained, and with which client identity, is each grant's own
 (`_obtain`, `_registration_for`). Requests to one endpoint are serialized
@@ -41,6 +51,7 @@ from .discovery import (
     endpoint_url,
     is_secure_url,
 )
+from .dpop import DPoPKey, Nonces
 from .errors import AuthorizationError, printable
 from .registration import Registration
 from .storage import MemoryTokenStorage, TokenStorage
@@ -81,6 +92,9 @@ class _Attempts:
     refreshed: bool = False
     authorized: bool = False
     step_ups: int = 0
+    nonce_retried: bool = False
+    dpop_offered: bool = False
+    """The server's last refusal carried a DPoP challenge: it takes DPoP tokens."""
 
 
 def _network_failure(exc: httpx.HTTPError) -> str:
@@ -93,6 +107,10 @@ def _network_failure(exc: httpx.HTTPError) -> str:
         port = f":{url.port}" if url.port is not None else ""
         where = printable(f"{url.scheme}://{url.host}{port}{url.path}", 200)
     return f"could not reach {where}: {type(exc).__name__}: {printable(exc, 200)}"
+
+
+def _is_dpop(tokens: dict[str, Any] | None) -> bool:
+    return tokens is not None and str(tokens.get("token_type", "")).lower() == "dpop"
 
 
 def _granted(tokens: dict[str, Any]) -> set[str]:
@@ -113,10 +131,18 @@ class Grant(httpx.Auth):
         storage: TokenStorage | None,
         max_step_ups: int,
         http_client: Callable[[], httpx.AsyncClient] | None,
+        dpop: bool | None = None,
     ) -> None:
         _authlib()
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be 0 or more")
+        if dpop not in (None, True, False):
+            raise ValueError("dpop must be None (when the authorization server supports it), True or False")
+        self.dpop = dpop
+        self._dpop_key: DPoPKey | None = None
+        self._nonces = Nonces()
+        self._dpop_resources: set[str] = set()
+        """Protected resources that said they take DPoP (metadata or challenge)."""
         self.scopes = list(scopes or ())
         self.storage: TokenStorage = storage if storage is not None else MemoryTokenStorage()
         self.max_step_ups = max_step_ups
@@ -135,11 +161,29 @@ class Grant(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         server = endpoint_url(request.url)
         tokens = await self._guarded(self._usable_tokens(server))
-        self._sign(request, tokens)
+        await self._guarded(self._sign(request, tokens))
         response = yield request
         attempts = _Attempts()
-        while response.status_code in (401, 403):
-            challenge = parse_bearer_challenge(response.headers.get_list("www-authenticate"))
+        while True:
+            new_nonce = self._nonces.learn(request.url, response)
+            if response.status_code not in (401, 403):
+                return
+            values = response.headers.get_list("www-authenticate")
+            dpop_challenge = parse_bearer_challenge(values, "dpop")
+            if (
+                response.status_code == 401
+                and _is_dpop(tokens)
+                and dpop_challenge is not None
+                and dpop_challenge.error == "use_dpop_nonce"
+                and new_nonce
+                and not attempts.nonce_retried
+            ):
+                attempts.nonce_retried = True  # RFC 9449 §9: once more, with the server's nonce
+                await self._guarded(self._sign(request, tokens))
+                response = yield request
+                continue
+            challenge = parse_bearer_challenge(values) or dpop_challenge
+            attempts.dpop_offered = dpop_challenge is not None
             if response.status_code == 401:
                 renewed = await self._guarded(self._renew(server, challenge, tokens, attempts))
             elif challenge is not None and challenge.error == "insufficient_scope":
@@ -149,7 +193,7 @@ class Grant(httpx.Auth):
             if renewed is None:
                 return  # the caller sees the refusal as it came
             tokens = renewed
-            self._sign(request, tokens)
+            await self._guarded(self._sign(request, tokens))
             response = yield request
 
     @staticmethod
@@ -176,12 +220,46 @@ class Grant(httpx.Auth):
             logger.debug("the authorization flow failed", exc_info=True)
             raise AuthorizationError("client_error", f"{type(exc).__name__}: {printable(exc, 200)}") from exc
 
-    @staticmethod
-    def _sign(request: httpx.Request, tokens: dict[str, Any] | None) -> None:
-        if tokens is not None:
-            request.headers["Authorization"] = f"Bearer {tokens['access_token']}"
-        else:
+    async def _sign(self, request: httpx.Request, tokens: dict[str, Any] | None) -> None:
+        request.headers.pop("DPoP", None)
+        if tokens is None:
             request.headers.pop("Authorization", None)
+        elif _is_dpop(tokens):
+            key = await self._proof_key()
+            access_token = str(tokens["access_token"])
+            request.headers["Authorization"] = f"DPoP {access_token}"
+            request.headers["DPoP"] = key.proof(
+                request.method, request.url, access_token=access_token, nonce=self._nonces.get(request.url)
+            )
+        else:
+            request.headers["Authorization"] = f"Bearer {tokens['access_token']}"
+
+    async def _proof_key(self) -> DPoPKey:
+        """This client's DPoP key: kept in the token storage, made on first use."""
+        if self._dpop_key is None:
+            stored = await self.storage.get("dpop key")
+            key = DPoPKey.from_record(stored.get("jwk") if stored else None)
+            if key is None:
+                key = DPoPKey.generate()
+                await self.storage.set("dpop key", {"jwk": key.to_record()})
+            self._dpop_key = key
+        return self._dpop_key
+
+    def _uses_dpop(self, metadata: dict[str, Any], resource: ProtectedResource) -> bool:
+        """Whether tokens for `resource` from this authorization server are asked for with DPoP."""
+        if self.dpop is not None:
+            return self.dpop
+        algorithms = metadata.get("dpop_signing_alg_values_supported")
+        return (
+            isinstance(algorithms, list)
+            and "ES256" in algorithms
+            and resource.resource in self._dpop_resources
+        )
+
+    def _note_dpop(self, resource: ProtectedResource, attempts: _Attempts) -> None:
+        """Remember that `resource` takes DPoP, when its metadata or its challenge says so."""
+        if attempts.dpop_offered or "ES256" in (resource.dpop_algorithms or ()):
+            self._dpop_resources.add(resource.resource)
 
     def time_with_person(self) -> float:
         """Seconds spent waiting for a person to log in, the current wait included.
@@ -288,6 +366,7 @@ class Grant(httpx.Auth):
             async with self._http() as http:
                 previous_issuer = current.get("issuer") if current else None
                 resource, issuer, metadata = await self._discover(http, server, challenge, previous_issuer)
+                self._note_dpop(resource, attempts)
                 if (
                     current is not None
                     and current.get("refresh_token")
@@ -336,6 +415,7 @@ class Grant(httpx.Auth):
                 resource, issuer, metadata = await self._discover(
                     http, server, challenge, current.get("issuer")
                 )
+                self._note_dpop(resource, attempts)
                 scopes = self._with_extras(union_scopes(requested, challenged), metadata)
                 widened = await self._save(
                     server, await self._obtain(http, resource, issuer, metadata, scopes)
@@ -356,7 +436,10 @@ class Grant(httpx.Auth):
         issuer = str(tokens["issuer"])
         registration = await self._registration_for(http, issuer, metadata, refreshing=True)
         form = {"refresh_token": tokens["refresh_token"], "resource": tokens.get("resource")}
-        fresh = await self._token_request(http, metadata, registration, issuer, "refresh_token", form)
+        # A refresh token issued with DPoP is bound to the key too: refresh as the token was obtained.
+        fresh = await self._token_request(
+            http, metadata, registration, issuer, "refresh_token", form, dpop=_is_dpop(tokens)
+        )
         record = refreshed(tokens, fresh)
         logger.info("refreshed the access token for %s", server)
         return await self._save(server, record)
@@ -369,9 +452,15 @@ class Grant(httpx.Auth):
         issuer: str,
         grant_type: str,
         form: dict[str, Any],
+        *,
+        dpop: bool,
     ) -> dict[str, Any]:
+        """Ask `issuer`'s token endpoint for tokens, with a DPoP proof when `dpop`."""
         client_auth = self._client_auth(registration, issuer)
-        return await token_request(http, metadata, issuer, grant_type, form, client_auth)
+        key = await self._proof_key() if dpop else None
+        return await token_request(
+            http, metadata, issuer, grant_type, form, client_auth, dpop=key, nonces=self._nonces
+        )
 
     # -- what each grant says --------------------------------------------------------------------
     def _with_extras(self, scopes: list[str], metadata: dict[str, Any]) -> list[str]:

@@ -32,6 +32,7 @@ import anyio
 import httpx
 
 from .discovery import ProtectedResource, fetch_deadline, read_json
+from .dpop import DPoPKey, Nonces
 from .errors import AuthorizationError, printable, refusal
 from .registration import Registration
 
@@ -83,21 +84,32 @@ async def token_request(
     grant_type: str,
     form: dict[str, Any],
     client_auth: Any,
+    *,
+    dpop: DPoPKey | None = None,
+    nonces: Nonces | None = None,
 ) -> dict[str, Any]:
-    """The tokens `issuer`'s token endpoint grants for `form`, checked (an AuthorizationError if unusable)."""
+    """The tokens `issuer`'s token endpoint grants for `form`, checked (an AuthorizationError if unusable).
+
+    With `dpop`, each request carries a proof signed with it, and a token of type DPoP is accepted;
+    `nonces` keeps what the endpoint says to put in the proofs.
+    """
     from authlib.oauth2.rfc6749 import OAuth2Token
 
     endpoint = metadata.get("token_endpoint")
     if not isinstance(endpoint, str):
         raise AuthorizationError("metadata_invalid", f"{issuer} has no token_endpoint")
+    nonces = nonces if nonces is not None else Nonces()
     retried = False
     try:
-        payload, status = await _post(http, endpoint, grant_type, form, client_auth)
+        payload, status = await _post(http, endpoint, grant_type, form, client_auth, dpop, nonces)
     except RETRIED_FAILURES as exc:
         logger.info("the token request to %s failed (%s); sending it once more", issuer, type(exc).__name__)
         await anyio.sleep(_RETRY_DELAY)
         retried = True
-        payload, status = await _post(http, endpoint, grant_type, form, client_auth)
+        payload, status = await _post(http, endpoint, grant_type, form, client_auth, dpop, nonces)
+    if dpop is not None and _wants_nonce(payload, status) and nonces.get(endpoint) is not None:
+        # RFC 9449 §8: the server wants its nonce in the proof; once, with a new proof (and client auth).
+        payload, status = await _post(http, endpoint, grant_type, form, client_auth, dpop, nonces)
     if status != 200 or not isinstance(payload, dict):
         refused = refusal(payload, status, "token_request_failed", "token")
         if not retried:
@@ -116,9 +128,11 @@ async def token_request(
         or not access_token.isprintable()
     ):
         raise AuthorizationError("invalid_token_response", "the token endpoint sent no usable access_token")
-    if not isinstance(token_type, str) or token_type.lower() != "bearer":
+    accepted = ("bearer", "dpop") if dpop is not None else ("bearer",)
+    if not isinstance(token_type, str) or token_type.lower() not in accepted:
         raise AuthorizationError(
-            "invalid_token_response", f"unsupported token_type {printable(token_type, 40)!r} (Bearer only)"
+            "invalid_token_response",
+            f"unsupported token_type {printable(token_type, 40)!r} ({' or '.join(accepted)} only)",
         )
     if payload.get("scope") is not None and not isinstance(payload.get("scope"), str):
         raise AuthorizationError("invalid_token_response", "scope must be a string")
@@ -127,7 +141,7 @@ async def token_request(
         token = OAuth2Token(
             {
                 "access_token": access_token,
-                "token_type": "Bearer",
+                "token_type": "DPoP" if token_type.lower() == "dpop" else "Bearer",
                 "expires_in": payload.get("expires_in"),
                 "scope": payload.get("scope"),
                 "refresh_token": refresh_token if isinstance(refresh_token, str) else None,
@@ -138,19 +152,33 @@ async def token_request(
     return {key: value for key, value in token.items() if value is not None}
 
 
+def _wants_nonce(payload: Any, status: int) -> bool:
+    return status == 400 and isinstance(payload, dict) and payload.get("error") == "use_dpop_nonce"
+
+
 async def _post(
-    http: httpx.AsyncClient, endpoint: str, grant_type: str, form: dict[str, Any], client_auth: Any
+    http: httpx.AsyncClient,
+    endpoint: str,
+    grant_type: str,
+    form: dict[str, Any],
+    client_auth: Any,
+    dpop: DPoPKey | None,
+    nonces: Nonces,
 ) -> tuple[Any, int]:
-    """One token request: the form encoded and authenticated now, the answer read within its bound."""
+    """One token request: the form encoded and authenticated now (with a fresh DPoP proof), the
+    answer read within its bound."""
     from authlib.oauth2.rfc6749.parameters import prepare_token_request
 
     body = prepare_token_request(grant_type, **form)
     headers = {"content-type": "application/x-www-form-urlencoded", "accept": "application/json"}
     _url, headers, body = client_auth.prepare("POST", endpoint, headers, body)
+    if dpop is not None:
+        headers["DPoP"] = dpop.proof("POST", endpoint, nonce=nonces.get(endpoint))
     async with (
         fetch_deadline(http, endpoint),
         http.stream("POST", endpoint, content=body, headers=headers) as response,
     ):
+        nonces.learn(endpoint, response)
         return await read_json(response, MAX_TOKEN_RESPONSE_BYTES), response.status_code
 
 

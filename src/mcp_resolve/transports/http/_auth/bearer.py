@@ -9,6 +9,14 @@ server or the called tool requires gets 403 `error="insufficient_scope"`
 naming every scope the operation needs, in one challenge, so the client can
 step up once.
 
+DPoP (RFC 9449) rides on the same check: `Authorization: DPoP <token>` with
+a `DPoP` proof header. A token bound to a key (`cnf.jkt`) is accepted only
+so, with a valid proof for this request (`mcp_resolve.auth.dpop`, loaded on
+the first DPoP request); presented as Bearer it is refused. A server whose
+`AuthSettings.dpop` requires DPoP refuses bearer tokens, and its challenges
+are `DPoP algs="..."` ones. A proof without the nonce the server demands gets
+401 `DPoP error="use_dpop_nonce"` with a fresh `DPoP-Nonce` header.
+
 The token is never logged, echoed or put in an error: the challenge texts
 are fixed. A verifier that fails in any way refuses (fail closed), logged
 without a stack trace, and the client sees a plain 401.
@@ -18,6 +26,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from starlette.authentication import BaseUser
@@ -38,11 +48,12 @@ from .._wire.responses import json_response
 from .prm import metadata_url
 
 if TYPE_CHECKING:
+    from ....auth.dpop import DPoPProofs
     from ....auth.tokens import AuthSettings, TokenVerifier
     from ....protocol.jsonrpc import Incoming
     from ..._serves import ServedServer
 
-__all__ = ["MAX_AUTHORIZATION_BYTES", "AuthenticatedUser", "BearerCheck"]
+__all__ = ["MAX_AUTHORIZATION_BYTES", "AuthenticatedUser", "BearerCheck", "ProofContext"]
 
 logger = logging.getLogger("mcp_resolve.auth")
 
@@ -50,6 +61,18 @@ MAX_AUTHORIZATION_BYTES = 16 * 1024
 """A longer Authorization header is refused unread (no real access token comes near it)."""
 _BEARER = re.compile(rb"[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *")
 """RFC 6750 §2.1: the scheme (any case), then one b64token."""
+_DPOP = re.compile(rb"[Dd][Pp][Oo][Pp] +([A-Za-z0-9\-._~+/]+=*) *")
+"""RFC 9449 §7.1: the same, with the DPoP scheme."""
+
+
+@dataclass(frozen=True)
+class ProofContext:
+    """What a DPoP proof must match: the request's method, its URL as this server may be known by
+    (as seen, behind trusted proxies, and the configured resource URL), and its `DPoP` headers."""
+
+    method: str
+    urls: tuple[str, ...]
+    proofs: Sequence[bytes] = field(default_factory=tuple)
 
 
 class AuthenticatedUser(BaseUser):
@@ -99,6 +122,9 @@ class BearerCheck:
             ) from None
         self.required = tuple(settings.required_scopes or ())
         self._hierarchy = settings.scope_hierarchy
+        self.dpop_required = settings.dpop.required
+        self.dpop_algs = " ".join(settings.dpop.algorithms)
+        self._proofs: DPoPProofs | None = None
         try:  # the expiry check below goes by the verifier's clock-skew allowance, so both agree
             self._leeway_s = check_leeway(getattr(verifier, "leeway_s", DEFAULT_LEEWAY_S))
         except ValueError:
@@ -114,10 +140,14 @@ class BearerCheck:
         description: str | None = None,
         scopes: tuple[str, ...] = (),
         request_id: Any = None,
+        dpop: bool = False,
+        nonce: str | None = None,
     ) -> Response:
         """A 401 or 403 with its `WWW-Authenticate` header and a JSON-RPC error body (no token in either).
 
-        Every parameter is server-made: fixed texts, validated scopes, the configured metadata URL.
+        The challenge is Bearer, or DPoP (with `algs`) when `dpop` or when the server requires DPoP;
+        `nonce` goes in a `DPoP-Nonce` header. Every parameter is server-made: fixed texts, validated
+        scopes, the configured metadata URL, this server's nonce.
         """
         params = []
         if error is not None:
@@ -127,10 +157,16 @@ class BearerCheck:
         if scopes:
             params.append(f"scope={_quoted(' '.join(scopes))}")
         params.append(f"resource_metadata={_quoted(self.metadata_url)}")
-        headers = {"www-authenticate": "Bearer " + ", ".join(params)}
+        if dpop or self.dpop_required:
+            challenge = f"DPoP algs={_quoted(self.dpop_algs)}, " + ", ".join(params)
+        else:
+            challenge = "Bearer " + ", ".join(params)
+        headers = {"www-authenticate": challenge}
+        if nonce is not None:
+            headers["dpop-nonce"] = nonce
         return json_response(status, error_message(request_id, INVALID_REQUEST, message), headers)
 
-    def _unauthorized(self, invalid: bool) -> Response:
+    def _unauthorized(self, invalid: bool, dpop: bool = False) -> Response:
         if not invalid:  # RFC 6750 §3.1: no error code when the request had no credentials at all
             return self.challenge(
                 401,
@@ -143,11 +179,16 @@ class BearerCheck:
             error="invalid_token",
             description="The access token is invalid, expired, or not for this resource",
             scopes=self.required,
+            dpop=dpop,
         )
 
     # -- the check -----------------------------------------------------------------------
-    async def authenticate(self, raw_authorization: bytes | None) -> AccessToken | Response:
-        """The request's verified token (scopes widened by the hierarchy), or the refusal to send."""
+    async def authenticate(
+        self, raw_authorization: bytes | None, request: ProofContext | None = None
+    ) -> AccessToken | Response:
+        """The request's verified token (scopes widened by the hierarchy), or the refusal to send.
+
+        `request` is what a DPoP proof must match; without it, DPoP is refused."""
         if raw_authorization is None:
             return self._unauthorized(invalid=False)
         if len(raw_authorization) > MAX_AUTHORIZATION_BYTES:
@@ -155,19 +196,80 @@ class BearerCheck:
                 "refused a request: its Authorization header is over %d bytes", MAX_AUTHORIZATION_BYTES
             )
             return self._unauthorized(invalid=True)
-        match = _BEARER.fullmatch(raw_authorization)
+        dpop = _DPOP.fullmatch(raw_authorization)
+        match = dpop or _BEARER.fullmatch(raw_authorization)
         if match is None:
-            if not raw_authorization.lower().startswith(b"bearer"):
+            if not raw_authorization.lower().startswith((b"bearer", b"dpop")):
                 return self._unauthorized(invalid=False)  # another scheme: as if none was sent
-            logger.info("refused a request: its Authorization header is not one bearer token")
+            logger.info("refused a request: its Authorization header is not one bearer or DPoP token")
+            return self._unauthorized(invalid=True)
+        if dpop is None and self.dpop_required:
+            logger.info("refused a bearer token: this server requires DPoP")
             return self._unauthorized(invalid=True)
         access = await self._verify(match.group(1).decode("ascii"))
         if access is None:
-            return self._unauthorized(invalid=True)
+            return self._unauthorized(invalid=True, dpop=dpop is not None)
+        if dpop is not None:
+            refused = await self._check_proof(access, request)
+            if refused is not None:
+                return refused
+        elif access.dpop_jkt is not None:
+            logger.info("refused a DPoP-bound access token presented as a bearer token")
+            return self._unauthorized(invalid=True, dpop=True)
         missing = self._missing(access, self.required)
         if missing:
             return self.insufficient(self.required, "the server")
         return access
+
+    def _dpop_proofs(self) -> DPoPProofs:
+        if self._proofs is None:  # joserfc and the proof checks load with the first DPoP request
+            from ....auth.dpop import DPoPProofs
+
+            self._proofs = DPoPProofs(self.settings.dpop, self.server.deployment.replay_store)
+        return self._proofs
+
+    async def _check_proof(self, access: AccessToken, request: ProofContext | None) -> Response | None:
+        """None when the request's DPoP proof is valid for `access`; the refusal otherwise."""
+        from ....auth.dpop import ProofRefused
+
+        jkt = access.dpop_jkt
+        if jkt is None or request is None:
+            logger.info("refused a DPoP request: its access token is not bound to a key")
+            return self._unauthorized(invalid=True, dpop=True)
+        proofs = self._dpop_proofs()
+        try:
+            await proofs.check(
+                request.proofs, method=request.method, urls=request.urls, access_token=access.token, jkt=jkt
+            )
+        except ProofRefused as exc:
+            logger.info("refused a DPoP proof: %s", exc)
+            if exc.error == "use_dpop_nonce":
+                return self.challenge(
+                    401,
+                    "Unauthorized: the DPoP proof must carry this server's nonce (see DPoP-Nonce)",
+                    error="use_dpop_nonce",
+                    description="Resource server requires nonce in DPoP proof",
+                    dpop=True,
+                    nonce=proofs.nonce(),
+                )
+            return self.challenge(
+                401,
+                "Unauthorized: the DPoP proof is invalid",
+                error="invalid_dpop_proof",
+                description="The DPoP proof is invalid for this request",
+                dpop=True,
+                nonce=proofs.nonce() if proofs.options.nonces else None,
+            )
+        except Exception as exc:  # the replay store failed: the proof could not be claimed, so refuse
+            logger.error("could not record a DPoP proof (%s); refusing the request", type(exc).__name__)
+            return json_response(
+                503,
+                error_message(
+                    None, INVALID_REQUEST, "Service unavailable: DPoP proofs cannot be checked now"
+                ),
+                {"retry-after": "1"},
+            )
+        return None
 
     async def _verify(self, token: str) -> AccessToken | None:
         try:

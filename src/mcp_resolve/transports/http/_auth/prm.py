@@ -50,7 +50,8 @@ def metadata_paths(settings: AuthSettings, mount_path: str | None = None) -> lis
 
 def metadata_document(server: ServedServer, settings: AuthSettings) -> dict[str, Any]:
     """The RFC 9728 document. `scopes_supported` is `required_scopes`: the minimal set the spec asks
-    for, with anything more (a tool's `scopes=`) obtained by step-up when a 403 names it."""
+    for, with anything more (a tool's `scopes=`) obtained by step-up when a 403 names it. The DPoP
+    proof algorithms accepted are listed, and whether DPoP is required (RFC 9728 §2)."""
     document: dict[str, Any] = {
         "resource": settings.resource_server_url,
         "authorization_servers": [settings.issuer_url],
@@ -61,6 +62,9 @@ def metadata_document(server: ServedServer, settings: AuthSettings) -> dict[str,
         document["scopes_supported"] = list(settings.required_scopes)
     if settings.service_documentation_url:
         document["resource_documentation"] = settings.service_documentation_url
+    document["dpop_signing_alg_values_supported"] = list(settings.dpop.algorithms)
+    if settings.dpop.required:
+        document["dpop_bound_access_tokens_required"] = True
     return document
 
 

@@ -13,6 +13,7 @@ declared with `scopes=` is checked once the body names the tool.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from starlette.authentication import AuthCredentials
 from starlette.types import Receive, Scope, Send
@@ -20,7 +21,7 @@ from starlette.types import Receive, Scope, Send
 from ....auth.tokens import AccessToken, check_protection
 from ....protocol.jsonrpc import Incoming, IncomingRequest
 from .._exchange.endpoint import StreamableHTTPEndpoint
-from .bearer import AuthenticatedUser, BearerCheck
+from .bearer import AuthenticatedUser, BearerCheck, ProofContext
 from .prm import metadata_routes
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ProtectedEndpoint"]
 
 _AUTHORIZATION = b"authorization"
+_DPOP = b"dpop"
 
 
 class ProtectedEndpoint(StreamableHTTPEndpoint):
@@ -56,13 +58,31 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
 
     async def _admit(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> bool:
         """Authenticate the request; False once the refusal (401, 403) has been sent."""
-        outcome = await self.bearer.authenticate(headers.raw.get(_AUTHORIZATION))
+        raw = headers.raw.get(_AUTHORIZATION)
+        dpop = raw is not None and raw[:4].lower() == _DPOP  # only a DPoP request pays for its context
+        outcome = await self.bearer.authenticate(raw, self._proof_context(scope) if dpop else None)
         if not isinstance(outcome, AccessToken):
             await outcome(scope, receive, send)
             return False
         scope["user"] = AuthenticatedUser(outcome)
         scope["auth"] = AuthCredentials(list(outcome.scopes))
         return True
+
+    def _proof_context(self, scope: Scope) -> ProofContext:
+        """What a DPoP proof of this request must name: its method, and its URL as the client may know
+        it: as this server sees it (the scheme behind a trusted proxy is uvicorn's, from
+        `trusted_proxies`; the host is the request's Host) and the configured resource URL, when
+        the request is for the resource's own path."""
+        proofs = tuple(value for name, value in scope["headers"] if name == _DPOP)
+        host = next((value for name, value in scope["headers"] if name == b"host"), b"").decode("latin-1")
+        root, path = scope.get("root_path", ""), scope["path"]
+        if root and not path.startswith(root):  # ASGI servers differ in whether the path has the root
+            path = root + path
+        urls = [f"{scope.get('scheme', 'http')}://{host}{path}"]
+        resource = self.bearer.settings.resource_server_url
+        if urlsplit(resource).path.rstrip("/") == path.rstrip("/"):
+            urls.append(resource)
+        return ProofContext(scope["method"], tuple(urls), proofs)
 
     async def _post(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> None:
         if await self._admit(scope, headers, receive, send):
