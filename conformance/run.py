@@ -94,9 +94,7 @@ CLIENT_NOT_SCORED = {
     "auth/wif-jwt-bearer": "extension",
 }
 """Client scenarios both requirement sets run without scoring; run here too, reported apart."""
-CLIENT_NOT_IMPLEMENTED = frozenset(
-    {"auth/enterprise-managed-authorization", "auth/dpop", "auth/dpop-nonce", "auth/wif-jwt-bearer"}
-)
+CLIENT_NOT_IMPLEMENTED = frozenset({"auth/dpop", "auth/dpop-nonce"})
 """Unscored extensions our Client does not implement: they fail, and are reported as not implemented
 (not as failures) so that a good run does not read as a broken one. Any other unscored scenario that
 fails is printed as failing."""
@@ -123,6 +121,9 @@ class Leg:
 ENFORCED_EXTENSIONS = {"tasks-": 10}
 """The tasks extension is implemented (docs/tasks.md): the harness runs its 10 scenarios unscored in
 --requirements 2026-07-28, and a failure there, or fewer of them, fails the leg all the same."""
+ENFORCED_CLIENT_EXTENSIONS = {"auth/enterprise-managed-authorization": 1, "auth/wif-jwt-bearer": 1}
+"""Enterprise sign-in and workload identity are implemented (docs/auth.md, "Enterprise sign-in"): they
+run unscored in both client legs, and a failure there fails the leg all the same."""
 
 
 @dataclass
@@ -266,6 +267,7 @@ def legs(url: str) -> list[Leg]:
             strict=True,
             not_scored=dict(CLIENT_NOT_SCORED),
             not_implemented=CLIENT_NOT_IMPLEMENTED,
+            enforced=dict(ENFORCED_CLIENT_EXTENSIONS),
         )
         # Extensions are on no spec timeline: a lone --scenario runs them only with --force (the
         # requirements runs force them to the revision's wire the same way).

@@ -57,15 +57,21 @@ def tally_of(run: ModuleType, leg: Any, tmp_path: Path, results: dict[str, list[
 
 
 SCORED_GOOD = {"tools_call": ["SUCCESS"] * 4, "auth/metadata-default": ["SUCCESS"] * 12}
+ENTERPRISE_GOOD = {
+    "auth/enterprise-managed-authorization": ["SUCCESS"] * 8,
+    "auth/wif-jwt-bearer": ["SUCCESS"] * 7,
+}
+"""Unscored, but implemented: run.py holds both client legs to them passing."""
 
 
 def test_unimplemented_extensions_do_not_read_as_failures(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
     results = {
         **SCORED_GOOD,
+        **ENTERPRISE_GOOD,
         "json-schema-2020-12-preservation": ["SUCCESS"] * 3,
         "auth/dpop": ["SUCCESS", *["FAILURE"] * 15],
-        "auth/wif-jwt-bearer": ["FAILURE"] * 15,
+        "auth/dpop-nonce": ["FAILURE"] * 15,
     }
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
     assert ok
@@ -74,30 +80,59 @@ def test_unimplemented_extensions_do_not_read_as_failures(run: ModuleType, tmp_p
     )
     assert (
         lines[1]
-        == "      not scored by the harness (no effect on PASS/FAIL): 1/3 scenarios passed (3 checks)"
+        == "      not scored by the harness (no effect on PASS/FAIL): 3/5 scenarios passed (18 checks)"
     )
     assert lines[2] == (
         "        not implemented here, failing as expected (30 checks): "
-        "auth/dpop (extension), auth/wif-jwt-bearer (extension)"
+        "auth/dpop (extension), auth/dpop-nonce (extension)"
     )
-    assert len(lines) == 3
+    assert lines[3] == (
+        "      unscored but held to passing by run.py (auth/enterprise-managed-authorization*, 1 expected): "
+        "1/1 scenarios passed; 8/8 checks passed, 0 failed, 0 warnings"
+    )
+    assert lines[4] == (
+        "      unscored but held to passing by run.py (auth/wif-jwt-bearer*, 1 expected): "
+        "1/1 scenarios passed; 7/7 checks passed, 0 failed, 0 warnings"
+    )
+    assert len(lines) == 5
     assert not any("30 failed" in line for line in lines)
+
+
+@pytest.mark.parametrize("version", ["2026-07-28", "2025-11-25"])
+def test_a_failing_or_missing_enterprise_scenario_fails_a_client_leg(
+    run: ModuleType, tmp_path: Path, version: str
+) -> None:
+    """Enterprise sign-in and workload identity are implemented: run.py holds both client legs to them."""
+    (leg,) = [leg for leg in run.legs("http://127.0.0.1:1/mcp") if leg.name == f"client {version}"]
+    failing = {**SCORED_GOOD, **ENTERPRISE_GOOD, "auth/wif-jwt-bearer": ["SUCCESS", "FAILURE"]}
+    ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path / "failing", failing), tmp_path)
+    assert not ok
+    assert (
+        "        unscored but failing: auth/wif-jwt-bearer (extension): 1 checks failed, 0 warnings" in lines
+    )
+    missing = {**SCORED_GOOD, "auth/wif-jwt-bearer": ENTERPRISE_GOOD["auth/wif-jwt-bearer"]}
+    ok, _lines = run.summarize(leg, tally_of(run, leg, tmp_path / "missing", missing), tmp_path)
+    assert not ok
 
 
 def test_an_unscored_scenario_we_implement_is_still_shown_failing(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
-    results = {**SCORED_GOOD, "json-schema-2020-12-preservation": ["SUCCESS", "FAILURE", "WARNING"]}
+    results = {
+        **SCORED_GOOD,
+        **ENTERPRISE_GOOD,
+        "json-schema-2020-12-preservation": ["SUCCESS", "FAILURE", "WARNING"],
+    }
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
     assert ok  # unscored: the verdict is the scored one, as before
-    assert lines[-1] == (
+    assert (
         "        unscored but failing: json-schema-2020-12-preservation (added after release): "
         "1 checks failed, 1 warnings"
-    )
+    ) in lines
 
 
 def test_a_scored_failure_fails_the_leg_and_is_named(run: ModuleType, tmp_path: Path) -> None:
     leg = client_leg(run)
-    results = {**SCORED_GOOD, "tools_call": ["SUCCESS", "FAILURE"]}
+    results = {**SCORED_GOOD, **ENTERPRISE_GOOD, "tools_call": ["SUCCESS", "FAILURE"]}
     ok, lines = run.summarize(leg, tally_of(run, leg, tmp_path, results), tmp_path)
     assert not ok
     assert lines[0].startswith(
