@@ -116,7 +116,8 @@ class OAuth(Grant):
 
     def _with_extras(self, scopes: list[str], metadata: dict[str, Any]) -> list[str]:
         supported = metadata.get("scopes_supported") or []
-        if self.offline_access and "offline_access" in supported:
+        # Enterprise sign-in renews by exchanging the ID token again: no refresh token to ask for.
+        if self.offline_access and self.enterprise is None and "offline_access" in supported:
             return union_scopes(scopes, ["offline_access"])
         return scopes
 
