@@ -43,13 +43,7 @@ from mcp_types import ElicitRequestURLParams
 
 from ..errors import URL_ELICITATION_REQUIRED, MCPError, UrlElicitationRequiredError
 
-__all__ = [
-    "MAX_URL_CHARS",
-    "BrowserUrlElicitation",
-    "UrlElicitationHandler",
-    "UrlElicitations",
-    "url_elicitation_error",
-]
+__all__ = ["MAX_URL_CHARS", "BrowserUrlElicitation", "UrlElicitationHandler"]
 
 logger = logging.getLogger("mcp_resolve.client")
 
