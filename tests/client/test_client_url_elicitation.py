@@ -162,25 +162,29 @@ def official_server() -> OfficialServer:
 @pytest.mark.parametrize("action", ["accept", "decline"])
 async def test_the_official_server_on_2026_07_28_gets_the_outcome_on_the_retry(action: str) -> None:
     visits = Visits(action)
-    async with http_server(official_server().streamable_http_app()) as base:
-        async with Client(f"{base}/mcp", url_elicitation_handler=visits) as client:
-            assert client.protocol_version == "2026-07-28"
-            result = await client.call_tool("checkout", {})
-            assert result.content[0].text == f"{action} cart-9"  # type: ignore[union-attr]
-            assert [v.url for v in visits.seen] == ["https://pay.example/cart-9"]
-            with pytest.raises(RuntimeError, match="no elicitation/complete"):
-                await client.wait_for_elicitation("anything")
+    async with (
+        http_server(official_server().streamable_http_app()) as base,
+        Client(f"{base}/mcp", url_elicitation_handler=visits) as client,
+    ):
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("checkout", {})
+        assert result.content[0].text == f"{action} cart-9"  # type: ignore[union-attr]
+        assert [v.url for v in visits.seen] == ["https://pay.example/cart-9"]
+        with pytest.raises(RuntimeError, match="no elicitation/complete"):
+            await client.wait_for_elicitation("anything")
 
 
 @pytest.mark.slow
 async def test_the_official_server_on_2025_11_25_asks_mid_call_and_completes() -> None:
     visits = Visits()
-    async with http_server(official_server().streamable_http_app()) as base:
-        async with Client(f"{base}/mcp", mode="legacy", url_elicitation_handler=visits) as client:
-            assert (await client.call_tool("connect", {})).content[0].text == "accept"  # type: ignore[union-attr]
-            assert visits.seen[0].elicitation_id == "gh-1"
-            with anyio.fail_after(5):
-                await client.wait_for_elicitation("gh-1")
+    async with (
+        http_server(official_server().streamable_http_app()) as base,
+        Client(f"{base}/mcp", mode="legacy", url_elicitation_handler=visits) as client,
+    ):
+        assert (await client.call_tool("connect", {})).content[0].text == "accept"  # type: ignore[union-attr]
+        assert visits.seen[0].elicitation_id == "gh-1"
+        with anyio.fail_after(5):
+            await client.wait_for_elicitation("gh-1")
 
 
 async def test_the_browser_handler_asks_first_and_opens_only_what_it_showed() -> None:
