@@ -227,6 +227,22 @@ async def test_hostile_workload_assertion_sources(tmp_path: Path, caplog: pytest
     assert_nothing_leaked(caplog.text)
 
 
+async def test_an_assertion_function_that_never_answers_is_given_up_within_the_deadline() -> None:
+    hostile = Hostile()
+
+    async def metadata_server_hangs() -> str:
+        await anyio.sleep(60)
+        return ASSERTION
+
+    auth = WorkloadIdentity(metadata_server_hangs, http_client=lambda: hostile.client(0.5))
+    with anyio.fail_after(10), pytest.raises(AuthorizationError) as refused:
+        await hostile.call(auth)
+    assert refused.value.error == "assertion_unavailable" and "did not answer within 0.5 s" in str(
+        refused.value
+    )
+    assert hostile.as_requests == []
+
+
 async def test_a_workload_token_answer_of_the_wrong_type_is_refused(tmp_path: Path) -> None:
     hostile = Hostile()
     hostile.as_answer = {"access_token": "at-ok", "token_type": "mac"}

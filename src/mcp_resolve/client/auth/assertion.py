@@ -5,8 +5,8 @@ other system issued (a Kubernetes service-account token, a cloud metadata
 token, an enterprise ID token). Such tokens rotate under the client: a
 projected service-account token file is rewritten every hour or so, so a
 file is read again every time a token is obtained, never once at start. A
-function is called each time too (it may fetch from a metadata server; its
-own deadline is the caller's `fetch_deadline`).
+function is called each time too (it may fetch from a metadata server), and
+must answer within the flow's deadline, like any fetch.
 
 Whatever comes back is bounded and must look like a compact JWS before it
 is sent anywhere; it never appears in a log line or an error message.
@@ -36,10 +36,11 @@ MAX_ASSERTION_CHARS = 16 * 1024
 """Far above any identity token in use; a file bigger than this is not one."""
 
 
-async def read_assertion(source: AssertionSource, what: str) -> str:
+async def read_assertion(source: AssertionSource, what: str, deadline: float) -> str:
     """The assertion `source` holds now, checked to be a compact JWT (an AuthorizationError if not).
 
-    `what` names it in errors ("the workload assertion"); the value itself never does.
+    `what` names it in errors ("the workload assertion"); the value itself never does. A function
+    (which may fetch from a metadata server) must answer within `deadline` seconds.
     """
     if isinstance(source, str):
         value: object = source
@@ -47,11 +48,16 @@ async def read_assertion(source: AssertionSource, what: str) -> str:
         value = await _read_file(Path(source), what)
     elif callable(source):
         try:
-            value = source()
-            if inspect.isawaitable(value):
-                value = await value
+            with anyio.fail_after(deadline):
+                value = source()
+                if inspect.isawaitable(value):
+                    value = await value
         except AuthorizationError:
             raise
+        except TimeoutError:
+            raise AuthorizationError(
+                "assertion_unavailable", f"the function giving {what} did not answer within {deadline:g} s"
+            ) from None
         except Exception as exc:
             raise AuthorizationError(
                 "assertion_unavailable", f"the function giving {what} raised {type(exc).__name__}"

@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 import httpx
 
 from .assertion import AssertionSource, read_assertion
-from .discovery import fetch_deadline, is_secure_url, read_json
+from .discovery import deadline_s, fetch_deadline, is_secure_url, read_json
 from .errors import AuthorizationError, printable, refusal
 from .registration import Registration, choose_method
 from .token_endpoint import MAX_TOKEN_RESPONSE_BYTES, secret_auth
@@ -95,7 +95,7 @@ async def exchange_for_id_jag(
     endpoint = idp.token_endpoint or metadata.get("token_endpoint")
     if not isinstance(endpoint, str):
         raise AuthorizationError("metadata_invalid", f"the enterprise IdP {idp.issuer} has no token_endpoint")
-    subject_token = await read_assertion(idp.subject_token, "the enterprise ID token")
+    subject_token = await read_assertion(idp.subject_token, "the enterprise ID token", deadline_s(http))
     form: dict[str, str] = {
         "grant_type": TOKEN_EXCHANGE,
         "requested_token_type": ID_JAG,

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from .assertion import JWT_BEARER, AssertionSource, read_assertion
-from .discovery import ProtectedResource
+from .discovery import ProtectedResource, deadline_s
 from .errors import AuthorizationError
 from .grant import Grant
 from .registration import Registration, choose_method
@@ -98,7 +98,7 @@ class WorkloadIdentity(Grant):
         scopes: list[str],
     ) -> dict[str, Any]:
         registration = await self._registration_for(http, issuer, metadata)
-        assertion = await read_assertion(self.assertion, "the workload assertion")
+        assertion = await read_assertion(self.assertion, "the workload assertion", deadline_s(http))
         form = {"assertion": assertion, "scope": " ".join(scopes) or None, "resource": resource.resource}
         tokens = await self._token_request(http, metadata, registration, issuer, JWT_BEARER, form)
         tokens.pop("refresh_token", None)  # a fresh assertion is as good as a refresh
