@@ -149,6 +149,19 @@ def official_server() -> OfficialServer:
         )
 
     @mcp.tool()
+    async def ship() -> str:
+        """Either era: the official -32042 refusal."""
+        from mcp.shared.exceptions import UrlElicitationRequiredError as OfficialUrlElicitationRequired
+
+        raise OfficialUrlElicitationRequired(
+            [
+                ElicitRequestURLParams(
+                    mode="url", message="Pay", url="https://pay.example/cart-9", elicitation_id="c-9"
+                )
+            ]
+        )
+
+    @mcp.tool()
     async def connect(ctx: OfficialContext) -> str:
         """2025-11-25: the official mid-call URL question, then its completion notification."""
         result = await ctx.elicit_url("Connect GitHub", "https://github.example/connect", "gh-1")
@@ -185,6 +198,20 @@ async def test_the_official_server_on_2025_11_25_asks_mid_call_and_completes() -
         assert visits.seen[0].elicitation_id == "gh-1"
         with anyio.fail_after(5):
             await client.wait_for_elicitation("gh-1")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_the_official_servers_32042_is_a_typed_error_too(mode: str) -> None:
+    async with (
+        http_server(official_server().streamable_http_app()) as base,
+        Client(f"{base}/mcp", mode=mode, url_elicitation_handler=Visits()) as client,
+    ):
+        with pytest.raises(UrlElicitationRequiredError) as refused:
+            await client.call_tool("ship", {})
+    assert [(e.url, e.elicitation_id) for e in refused.value.elicitations] == [
+        ("https://pay.example/cart-9", "c-9")
+    ]
 
 
 async def test_the_browser_handler_asks_first_and_opens_only_what_it_showed() -> None:
