@@ -14,7 +14,9 @@ Like any application it is configured for authorization: OAuth with a
 headless browser (the harness's authorization servers approve at once), the
 client metadata URL the harness publishes for Client ID Metadata Documents,
 and the credentials the scenario hands over in its context (a pre-registered
-client, or machine credentials for the client-credentials extension).
+client, machine credentials for the client-credentials extension, a workload
+JWT for workload identity, or an enterprise IdP and the person's ID token for
+enterprise-managed authorization).
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ import anyio
 from mcp_types import CreateMessageRequestParams, ElicitRequestFormParams, Tool
 
 from mcp_resolve import Client, MCPError
-from mcp_resolve.client.auth import AuthorizationError, ClientCredentials, HeadlessBrowser, OAuth
+from mcp_resolve.client.auth import (
+    AuthorizationError,
+    ClientCredentials,
+    EnterpriseIdP,
+    HeadlessBrowser,
+    OAuth,
+    WorkloadIdentity,
+)
 
 logger = logging.getLogger("conformance.client")
 
@@ -148,8 +157,22 @@ async def exercise(client: Client, context: Mapping[str, Any]) -> int:
     return failures
 
 
-def authorization(scenario: str, context: Mapping[str, Any]) -> OAuth | ClientCredentials:
-    """The client's authorization: machine credentials for the client-credentials extension, else OAuth."""
+def authorization(scenario: str, context: Mapping[str, Any]) -> OAuth | ClientCredentials | WorkloadIdentity:
+    """The client's authorization: machine credentials for the client-credentials extension, the
+    workload's JWT for workload identity, the enterprise IdP for enterprise-managed authorization,
+    else OAuth with a browser."""
+    if scenario == "auth/wif-jwt-bearer":
+        return WorkloadIdentity(str(context["valid_jwt"]), client_id=context.get("client_id"))
+    if scenario == "auth/enterprise-managed-authorization":
+        return OAuth(
+            client_id=str(context["client_id"]),
+            client_secret=context.get("client_secret"),
+            enterprise=EnterpriseIdP(
+                str(context["idp_id_token"]),
+                issuer=str(context["idp_issuer"]),
+                client_id=context.get("idp_client_id"),
+            ),
+        )
     if scenario.startswith("auth/client-credentials"):
         return ClientCredentials(
             str(context["client_id"]),

@@ -94,7 +94,7 @@ CLIENT_NOT_SCORED = {
     "auth/wif-jwt-bearer": "extension",
 }
 """Client scenarios both requirement sets run without scoring; run here too, reported apart."""
-CLIENT_NOT_IMPLEMENTED = frozenset({"auth/enterprise-managed-authorization", "auth/wif-jwt-bearer"})
+CLIENT_NOT_IMPLEMENTED: frozenset[str] = frozenset()
 """Unscored extensions our Client does not implement: they fail, and are reported as not implemented
 (not as failures) so that a good run does not read as a broken one. Any other unscored scenario that
 fails is printed as failing."""
@@ -121,9 +121,14 @@ class Leg:
 ENFORCED_EXTENSIONS = {"tasks-": 10}
 """The tasks extension is implemented (docs/tasks.md): the harness runs its 10 scenarios unscored in
 --requirements 2026-07-28, and a failure there, or fewer of them, fails the leg all the same."""
-ENFORCED_CLIENT_EXTENSIONS = {"auth/dpop": 2}
-"""DPoP is implemented (docs/auth.md, "Sender-constrained tokens"): auth/dpop and auth/dpop-nonce run
-unscored in both client legs, and a failure there fails the leg all the same."""
+ENFORCED_CLIENT_EXTENSIONS = {
+    "auth/dpop": 2,
+    "auth/enterprise-managed-authorization": 1,
+    "auth/wif-jwt-bearer": 1,
+}
+"""DPoP (docs/auth.md, "Sender-constrained tokens"), enterprise sign-in and workload identity ("Enterprise
+sign-in") are implemented: the harness runs them unscored in both client legs, and a failure there, or
+fewer of them, fails the leg all the same."""
 
 
 @dataclass

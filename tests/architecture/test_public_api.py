@@ -26,6 +26,7 @@ PUBLIC_PACKAGES = [
     "mcp_resolve.client",
     "mcp_resolve.client.auth",
     "mcp_resolve.client.tasks",
+    "mcp_resolve.client.url_elicitation",
     "mcp_resolve.pydantic_ai",
     "mcp_resolve.resolve",
     "mcp_resolve.server",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp_types import (
     CallToolResult,
@@ -49,6 +49,12 @@ from .negotiation import Mode, check_mode, negotiate
 from .pipes import StdioServerParameters
 from .rounds import run_rounds
 from .session import ClientSession, NotificationHandler
+from .url_elicitation import (
+    BrowserUrlElicitation,
+    UrlElicitationHandler,
+    UrlElicitations,
+    url_elicitation_error,
+)
 
 if TYPE_CHECKING:
     import ssl
@@ -97,6 +103,7 @@ class Client:
         *,
         mode: Mode = "auto",
         elicitation_handler: ElicitationHandler | None = None,
+        url_elicitation_handler: UrlElicitationHandler | Literal["browser"] | None = None,
         sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
         roots: Roots | None = None,
@@ -128,6 +135,15 @@ class Client:
         """The era asked for: `"auto"`, `"legacy"` or a modern version; `protocol_version` is the one negotiated."""
         self.elicitation_handler = elicitation_handler
         """Answers the server's forms (`elicitation/create`); while None, the client does not declare elicitation."""
+        self.url_elicitation_handler: UrlElicitationHandler | None = (
+            BrowserUrlElicitation() if url_elicitation_handler == "browser" else url_elicitation_handler  # type: ignore[assignment]
+        )
+        """Answers the server's URL-mode questions (`elicitation/create` with `mode: "url"`).
+
+        `"browser"` is `BrowserUrlElicitation()`: the full URL shown and the
+        person asked on the terminal, then the system browser opened. While
+        None, the client does not declare URL elicitation.
+        """
         self.sampling_handler = sampling_handler
         """Answers the server's LLM requests (`sampling/createMessage`); while None, no sampling capability."""
         self.sampling_tools = sampling_tools
@@ -195,6 +211,7 @@ class Client:
         self._session: ClientSession | None = None
         self._stack: AsyncExitStack | None = None
         self._progress_tokens = 0
+        self._url_elicitations = UrlElicitations()
 
     # -- lifecycle -----------------------------------------------------------------------
     @property
@@ -280,7 +297,13 @@ class Client:
         if self.progress_handler is not None and method in ("tools/call", "resources/read", "prompts/get"):
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
-        return await self._require_session().request(method, traced(params))
+        try:
+            return await self._require_session().request(method, traced(params))
+        except MCPError as exc:
+            typed = url_elicitation_error(exc)
+            if typed is exc:
+                raise
+            raise typed from None
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send one notification, as it is (no `_meta` is added on either era); there is no answer.
@@ -434,5 +457,21 @@ class Client:
         """A request from the server (mid-call, in a round or from a task), answered by the handlers."""
         return await answer(self, method, params)
 
+    async def wait_for_elicitation(self, elicitation_id: str) -> None:
+        """Until the server says the URL elicitation `elicitation_id` is complete (2025-11-25).
+
+        Returns at once if its `notifications/elicitation/complete` already
+        came. Bound it with `anyio.fail_after`: a person may never finish.
+        On 2026-07-28 there is no such notification (the retried request
+        says whether the page was completed), so it raises RuntimeError.
+        """
+        if self.is_modern:
+            raise RuntimeError(
+                "2026-07-28 has no elicitation/complete notification: retry the request instead"
+            )
+        await self._url_elicitations.wait(elicitation_id)
+
     async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/elicitation/complete":
+            self._url_elicitations.completed(params.get("elicitationId"))
         await hear(self, method, params)

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from mcp_types import (
     CreateMessageRequestParams,
     ElicitRequestFormParams,
+    ElicitRequestURLParams,
     LoggingMessageNotificationParams,
     ProgressNotificationParams,
     Root,
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 
 from ..errors import METHOD_NOT_FOUND, MCPError
 from .session import NotificationHandler
+from .url_elicitation import UrlElicitationHandler, as_elicit_result
 
 __all__ = [
     "ElicitationHandler",
@@ -35,6 +37,7 @@ __all__ = [
     "Handlers",
     "Roots",
     "SamplingHandler",
+    "UrlElicitationHandler",
     "answer",
     "declared",
     "hear",
@@ -53,6 +56,7 @@ class Handlers(Protocol):
     """Where the handlers are read from (a `Client`), afresh each time: one set after connecting counts."""
 
     elicitation_handler: ElicitationHandler | None
+    url_elicitation_handler: UrlElicitationHandler | None
     sampling_handler: SamplingHandler | None
     sampling_tools: bool
     roots: Roots | None
@@ -65,8 +69,9 @@ class Handlers(Protocol):
 def declared(handlers: Handlers) -> dict[str, Any]:
     """The capabilities to declare: one per handler there is, and the extensions."""
     capabilities: dict[str, Any] = {}
-    if handlers.elicitation_handler is not None:
-        capabilities["elicitation"] = {"form": {}}
+    modes = {"form": handlers.elicitation_handler, "url": handlers.url_elicitation_handler}
+    if any(handler is not None for handler in modes.values()):
+        capabilities["elicitation"] = {mode: {} for mode, handler in modes.items() if handler is not None}
     if handlers.sampling_handler is not None:
         capabilities["sampling"] = {"tools": {}} if handlers.sampling_tools else {}
     if handlers.roots is not None:
@@ -78,6 +83,11 @@ def declared(handlers: Handlers) -> dict[str, Any]:
 
 async def answer(handlers: Handlers, method: str, params: dict[str, Any]) -> dict[str, Any]:
     """The result for one request from the server, from the handler for its method (MCPError without one)."""
+    if method == "elicitation/create" and params.get("mode") == "url":
+        if handlers.url_elicitation_handler is None:
+            raise MCPError(METHOD_NOT_FOUND, "this client does not handle URL-mode elicitation")
+        visit = ElicitRequestURLParams.model_validate(params)
+        return as_elicit_result(await _maybe_await(handlers.url_elicitation_handler(visit)))
     if method == "elicitation/create" and handlers.elicitation_handler is not None:
         form = ElicitRequestFormParams.model_validate(params)
         return _dump(await _maybe_await(handlers.elicitation_handler(form)))

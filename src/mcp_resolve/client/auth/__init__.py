@@ -22,9 +22,11 @@ if TYPE_CHECKING:
         RedirectHandler,
         open_browser,
     )
+    from .enterprise import EnterpriseIdP
     from .errors import AuthorizationError
     from .flow import ClientCredentials, OAuth
     from .storage import FileTokenStorage, MemoryTokenStorage, TokenStorage
+    from .workload import WorkloadIdentity
 
 __all__ = [
     "AuthorizationError",
@@ -32,6 +34,7 @@ __all__ = [
     "BearerToken",
     "CallbackHandler",
     "ClientCredentials",
+    "EnterpriseIdP",
     "FileTokenStorage",
     "HeadlessBrowser",
     "LoopbackCallback",
@@ -39,6 +42,7 @@ __all__ = [
     "OAuth",
     "RedirectHandler",
     "TokenStorage",
+    "WorkloadIdentity",
     "open_browser",
 ]
 
@@ -48,6 +52,7 @@ _HOME = {
     "BearerToken": "bearer",
     "CallbackHandler": "browser",
     "ClientCredentials": "flow",
+    "EnterpriseIdP": "enterprise",
     "FileTokenStorage": "storage",
     "HeadlessBrowser": "browser",
     "LoopbackCallback": "browser",
@@ -55,6 +60,7 @@ _HOME = {
     "OAuth": "flow",
     "RedirectHandler": "browser",
     "TokenStorage": "storage",
+    "WorkloadIdentity": "workload",
     "open_browser": "browser",
 }
 

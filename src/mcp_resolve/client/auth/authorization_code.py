@@ -19,8 +19,10 @@ from typing import Any, Literal
 import anyio
 import httpx
 
+from .assertion import JWT_BEARER
 from .browser import AuthorizationResponse, CallbackHandler, LoopbackCallback, RedirectHandler, open_browser
 from .discovery import ProtectedResource
+from .enterprise import EnterpriseIdP, exchange_for_id_jag
 from .errors import AuthorizationError, printable
 from .grant import Grant, union_scopes
 from .registration import (
@@ -87,10 +89,15 @@ class OAuth(Grant):
         client_metadata: dict[str, Any] | None = None,
         http_client: Callable[[], httpx.AsyncClient] | None = None,
         dpop: bool | None = None,
+        enterprise: EnterpriseIdP | None = None,
     ) -> None:
         super().__init__(
             scopes=scopes, storage=storage, max_step_ups=max_step_ups, http_client=http_client, dpop=dpop
         )
+        if enterprise is not None and client_id is None:
+            raise ValueError(
+                "enterprise sign-in needs the client_id registered at the MCP authorization server"
+            )
         if client_metadata_url is not None and not valid_metadata_url(client_metadata_url):
             raise ValueError(
                 "client_metadata_url must be an https URL with a path, e.g. https://app.example/client.json"
@@ -108,13 +115,15 @@ class OAuth(Grant):
         self.offline_access = offline_access
         self.login_timeout = login_timeout
         self.client_metadata = dict(client_metadata or {})
+        self.enterprise = enterprise
 
     def __repr__(self) -> str:
         return f"OAuth(client_id={self.client_id!r}, scopes={self.scopes!r})"
 
     def _with_extras(self, scopes: list[str], metadata: dict[str, Any]) -> list[str]:
         supported = metadata.get("scopes_supported") or []
-        if self.offline_access and "offline_access" in supported:
+        # Enterprise sign-in renews by exchanging the ID token again: no refresh token to ask for.
+        if self.offline_access and self.enterprise is None and "offline_access" in supported:
             return union_scopes(scopes, ["offline_access"])
         return scopes
 
@@ -168,6 +177,8 @@ class OAuth(Grant):
         from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
         from authlib.oauth2.rfc7636 import create_s256_code_challenge
 
+        if self.enterprise is not None:
+            return await self._obtain_enterprise(http, self.enterprise, resource, issuer, metadata, scopes)
         if "S256" not in (metadata.get("code_challenge_methods_supported") or []):
             raise AuthorizationError(
                 "pkce_unsupported", f"{issuer} does not advertise PKCE S256; refusing to authorize without it"
@@ -207,6 +218,26 @@ class OAuth(Grant):
             http, metadata, registration, issuer, "authorization_code", form, dpop=dpop
         )
         logger.info("authorized for %s at %s", resource.resource, issuer)
+        return record(tokens, issuer, resource, scopes)
+
+    async def _obtain_enterprise(
+        self,
+        http: httpx.AsyncClient,
+        idp: EnterpriseIdP,
+        resource: ProtectedResource,
+        issuer: str,
+        metadata: dict[str, Any],
+        scopes: list[str],
+    ) -> dict[str, Any]:
+        """SEP-990: an ID-JAG from the enterprise IdP, then the JWT bearer grant with it at `issuer`."""
+        registration = await self._registration_for(http, issuer, metadata)
+        idp_metadata = await self._authorization_server(http, idp.issuer) if idp.issuer is not None else {}
+        id_jag = await exchange_for_id_jag(
+            http, idp, idp_metadata, audience=issuer, resource=resource.resource, scopes=scopes
+        )
+        form = {"assertion": id_jag, "scope": " ".join(scopes) or None, "resource": resource.resource}
+        tokens = await self._token_request(http, metadata, registration, issuer, JWT_BEARER, form, dpop=False)
+        logger.info("authorized for %s at %s through the enterprise IdP", resource.resource, issuer)
         return record(tokens, issuer, resource, scopes)
 
     async def _send_person(self, url: str) -> None:
