@@ -1,0 +1,389 @@
+"""`MCPServer.as_proxy(target)`: serve another MCP server's tools, resources and prompts as our own.
+
+The front is an ordinary `MCPServer`, so whatever it adds (a token verifier
+or `OAuthProxy`, limits, OpenTelemetry, middleware) applies to every proxied
+request. Behind it, each caller gets upstream sessions of its own (`_upstream`):
+by principal when the request is authenticated, else by the handshake-era
+session, else one shared anonymous caller. Tools are listed once when the
+proxy starts (again when the target says its list changed) and registered as
+bridged tools, so `hide=` can take arguments out of the model's hands;
+resources, templates, prompts and completion pass through per request.
+
+A question the target asks mid-call (elicitation, sampling, roots) goes to
+our caller on the caller's era: mid-call on the handshake era, as an
+input-required round on 2026-07-28, whose sealed `requestState` names the
+parked relay (`_upstream.Relay`) that the next round resumes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+
+from ..context import Context
+from ..errors import INTERNAL_ERROR, MCPError, ToolError
+from ..resolve import Resolve
+from ._tool import BridgedTool
+from ._upstream import (
+    Done,
+    Lane,
+    LanePool,
+    ProxyLimits,
+    Question,
+    Relay,
+    UpstreamError,
+    logger,
+    upstream_client,
+)
+
+if TYPE_CHECKING:
+    from ..server import MCPServer
+
+__all__ = ["Proxy", "as_proxy", "caller_of"]
+
+_PASSED_THROUGH = (
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+)
+_MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
+"""Keys of a 2026-07-28 upstream result that the front's own finishing decides, not the target's."""
+_RELAY_STATE = "mcp-resolve/proxy-relay"
+
+
+
+def caller_of(context: Context) -> str:
+    """Whose upstream sessions serve this request: the principal, else the handshake session, else anonymous."""
+    scope = context.request_scope
+    if scope.principal:
+        return f"principal {scope.principal}"
+    if scope.era == "handshake":
+        session = (scope.headers or {}).get("mcp-session-id")
+        if session:
+            return f"session {session}"
+        if scope.peer:
+            return f"peer {scope.peer}"
+    return "anonymous"
+
+
+def _target(target: MCPServer | str | Sequence[str]) -> MCPServer | str | list[str]:
+    """A URL as it is; a command line (`"python server.py"`) split into its arguments; a server in memory."""
+    if not isinstance(target, (str, list, tuple)):
+        return target
+    if isinstance(target, str):
+        if target.startswith(("http://", "https://")):
+            return target
+        return shlex.split(target)
+    return list(target)
+
+
+class Proxy:
+    """The proxy behind one front server: its lanes, and how each request reaches the target."""
+
+    def __init__(
+        self,
+        server: MCPServer,
+        target: MCPServer | str | Sequence[str],
+        *,
+        hide: Mapping[str, Resolve] | None,
+        limits: ProxyLimits,
+        client_options: dict[str, Any],
+    ) -> None:
+        self.server = server
+        self.target = _target(target)
+        self.hide = dict(hide or {})
+        self.limits = limits
+        self.client_options = client_options
+        self.pool: LanePool | None = None
+        self.upstream_capabilities: dict[str, Any] = {}
+        self.upstream_info: dict[str, Any] | None = None
+        self._proxied: set[str] = set()
+        self._tg: TaskGroup | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Hold the lanes while the front serves: in a host task of their own, since the front's lifespan
+        may be left by another task than the one that entered it (its last user)."""
+        ready = asyncio.Event()
+        host = asyncio.get_running_loop().create_task(self._hold(ready))
+        await ready.wait()
+        try:
+            if self.pool is None:
+                await host  # the host failed before it was ready: its exception says why
+            await self._discover()
+            yield
+        finally:
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.gather(host, return_exceptions=True)
+
+    async def _hold(self, ready: asyncio.Event) -> None:
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self.pool = LanePool(tg, self.limits, self._client)
+                ready.set()
+                await anyio.sleep_forever()
+        finally:
+            if self.pool is not None:
+                self.pool.close_all()
+            self._tg = None
+            ready.set()
+
+    def _client(self, lane: Lane) -> Any:
+        notified = partial(self._upstream_notified, lane) if lane.caller == _DISCOVERY else None
+        return upstream_client(
+            lane, self.target, notification_handler=notified, options=dict(self.client_options)
+        )
+
+    async def _discover(self) -> None:
+        """List the target's tools (and learn what it offers) through a lane of the proxy's own."""
+        assert self.pool is not None
+        deadline = anyio.current_time() + self.limits.connect_timeout
+        lane = await self.pool.lease(_DISCOVERY, deadline)
+        assert lane.client is not None
+        self.upstream_capabilities = dict(lane.client.server_capabilities)
+        self.upstream_info = lane.client.server_info
+        await self._refresh_tools(lane)  # the lane stays leased to the proxy: it hears list changes
+        if "completions" in self.upstream_capabilities:
+            self.server.completion()(_never_called)  # declares `completions`; the method passes through
+
+    async def _refresh_tools(self, lane: Lane) -> None:
+        assert lane.client is not None
+        tools: list[dict[str, Any]] = []
+        cursor = None
+        with anyio.fail_after(self.limits.timeout):
+            while True:
+                page = await lane.client.request("tools/list", {} if cursor is None else {"cursor": cursor})
+                tools.extend(t for t in page.get("tools") or () if isinstance(t, dict))
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
+        registry = self.server.registry
+        for name in self._proxied:  # replaced below, or gone from the target
+            if registry.tool(name) is not None:
+                registry.remove_tool(name)
+        self._proxied = set()
+        for definition in tools:
+            tool = self._bridged(definition)
+            if tool is not None:
+                registry.add_tool(tool)
+                tool.use_overrides(self.server.dependency_overrides)
+                self._proxied.add(tool.name)
+
+    def _bridged(self, definition: dict[str, Any]) -> BridgedTool | None:
+        name = definition.get("name")
+        schema = definition.get("inputSchema")
+        if not isinstance(name, str) or not isinstance(schema, dict):
+            return None
+        properties = schema.get("properties") or {}
+        hide = {key: marker for key, marker in self.hide.items() if key in properties}
+        return BridgedTool(
+            name,
+            schema,
+            partial(self._call_tool, name),
+            hide=hide,
+            title=definition.get("title"),
+            description=definition.get("description"),
+            output_schema=definition.get("outputSchema"),
+            annotations=definition.get("annotations"),
+            meta=definition.get("_meta"),
+            icons=definition.get("icons"),
+        )
+
+    async def _upstream_notified(self, lane: Lane, method: str, params: dict[str, Any]) -> None:
+        """The discovery session hears the target's list changes, re-lists, and tells our callers."""
+        if method == "notifications/tools/list_changed" and self._tg is not None:
+            self._tg.start_soon(self._tools_changed, lane)  # not here: this runs in the session's reader
+        elif method == "notifications/resources/list_changed":
+            await self.server.notify_list_changed("resources")
+        elif method == "notifications/prompts/list_changed":
+            await self.server.notify_list_changed("prompts")
+
+    async def _tools_changed(self, lane: Lane) -> None:
+        try:
+            await self._refresh_tools(lane)
+        except Exception as exc:
+            logger.warning("could not list the proxied server's tools again: %s", type(exc).__name__)
+            return
+        await self.server.notify_list_changed("tools")
+
+    # -- requests ------------------------------------------------------------------------
+    async def _call_tool(self, name: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
+        try:
+            result = await self.forward(context, "tools/call", {"name": name, "arguments": arguments})
+        except UpstreamError as exc:
+            raise ToolError(str(exc)) from None
+        return result
+
+    async def passthrough(self, method: str, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        try:
+            return await self.forward(context, method, params)
+        except UpstreamError as exc:
+            raise MCPError(INTERNAL_ERROR, str(exc)) from None
+
+    async def forward(self, context: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """`method` sent to the target for this caller; its result, or an input-required round of ours."""
+        assert self.pool is not None, "the proxy serves only while its server runs"
+        relay = self._resumed(context)
+        if relay is None:
+            caller = caller_of(context)
+            relay = Relay(
+                caller,
+                context.request_scope.principal,
+                anyio.current_time() + self.limits.timeout,
+                self.limits,
+            )
+            lane = await self.pool.lease(caller, relay.deadline)
+            lane.start(relay, method, {k: v for k, v in params.items() if k not in _UPSTREAM_OWN})
+        relay.context = context
+        try:
+            return await self._drive(relay, context)
+        except BaseException:
+            if relay.context is context and not relay.finished:
+                relay.scope.cancel()  # the caller is gone (cancelled, or its answer could not be read)
+            raise
+
+    def _resumed(self, context: Context) -> Relay | None:
+        """The parked relay a 2026-07-28 round resumes, given the answers it brings; None on a first round."""
+        if not context.is_modern or context.request_state is None:
+            return None
+        try:
+            state = json.loads(context.request_state)
+        except ValueError:
+            state = None
+        relay_id = state.get(_RELAY_STATE) if isinstance(state, dict) else None
+        if not isinstance(relay_id, str):
+            return None
+        assert self.pool is not None
+        relay = self.pool.unpark(relay_id, context.request_scope.principal)
+        if relay is None:
+            raise UpstreamError("this call waited too long for its answers and was ended; call again")
+        responses = context.input_responses
+        for key, question in list(relay.open.items()):
+            answer = responses.get(key)
+            if isinstance(answer, dict):
+                question.settle(answer)
+                del relay.open[key]
+        return relay
+
+    async def _drive(self, relay: Relay, context: Context) -> dict[str, Any]:
+        send = None if context.is_modern else context.request_scope.send_request
+        while True:
+            if relay.open and send is None:  # a 2026-07-28 round still unanswered: ask again
+                return self._park(relay)
+            event = await self._next(relay)
+            if isinstance(event, Done):
+                if event.error is not None:
+                    raise event.error
+                assert event.result is not None
+                return _front_result(event.result)
+            if send is not None:
+                try:
+                    event.settle(await send(event.method, event.params))
+                except MCPError as exc:
+                    event.settle(error=exc)
+                continue
+            relay.open[relay.question_key()] = event
+            while True:  # the other questions already asked go in the same round
+                try:
+                    more = relay.events.receive_nowait()
+                except anyio.WouldBlock:
+                    break
+                if isinstance(more, Done):
+                    relay.open.clear()
+                    if more.error is not None:
+                        raise more.error
+                    assert more.result is not None
+                    return _front_result(more.result)
+                relay.open[relay.question_key()] = more
+
+    async def _next(self, relay: Relay) -> Question | Done:
+        with anyio.move_on_after(relay.remaining() + 1.0):  # the lane's own deadline ends it first
+            return await relay.events.receive()
+        raise UpstreamError(f"the proxied server did not answer within {self.limits.timeout:g}s")
+
+    def _park(self, relay: Relay) -> dict[str, Any]:
+        assert self.pool is not None
+        self.pool.park(relay)
+        return {
+            "resultType": "input_required",
+            "inputRequests": {key: {"method": q.method, "params": q.params} for key, q in relay.open.items()},
+            "requestState": json.dumps({_RELAY_STATE: relay.id}),
+        }
+
+
+_DISCOVERY = "proxy discovery"
+_UPSTREAM_OWN = frozenset({"_meta", "requestState", "inputResponses"})
+"""Params the front's caller sent for the front: the upstream session sets its own."""
+
+
+def _front_result(result: dict[str, Any]) -> dict[str, Any]:
+    if any(key in result for key in _MODERN_ONLY_KEYS):
+        return {key: value for key, value in result.items() if key not in _MODERN_ONLY_KEYS}
+    return result
+
+
+async def _never_called(ref: dict[str, Any], argument: dict[str, Any], context: Context) -> None:
+    """The registered completer: it makes the front declare `completions`; the method itself passes through."""
+    return None
+
+
+def as_proxy(
+    target: MCPServer | str | Sequence[str],
+    *,
+    hide: Mapping[str, Resolve] | None = None,
+    auth: httpx.Auth | str | None = None,
+    headers: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    mode: str = "auto",
+    limits: ProxyLimits | None = None,
+    name: str | None = None,
+    **server_options: Any,
+) -> MCPServer:
+    """An `MCPServer` serving what `target` serves (see `MCPServer.as_proxy`)."""
+    from ..server import MCPServer
+
+    limits = limits or ProxyLimits()
+    client_options: dict[str, Any] = {"mode": mode}
+    if auth is not None:
+        client_options["auth"] = auth
+    if headers is not None:
+        client_options["headers"] = headers
+    if env is not None:
+        client_options["env"] = env
+    if cwd is not None:
+        client_options["cwd"] = cwd
+    their_lifespan = server_options.pop("lifespan", None)
+    proxy: Proxy | None = None
+
+    @asynccontextmanager
+    async def lifespan(server: MCPServer) -> AsyncIterator[Any]:
+        assert proxy is not None
+        async with proxy.running():
+            if their_lifespan is None:
+                yield None
+            else:
+                async with their_lifespan(server) as state:
+                    yield state
+
+    server = MCPServer(name or "mcp-resolve-proxy", lifespan=lifespan, **server_options)
+    proxy = Proxy(server, target, hide=hide, limits=limits, client_options=client_options)
+    for method in _PASSED_THROUGH:
+        server.add_method(method, partial(proxy.passthrough, method), replace=True)
+    return server
