@@ -242,13 +242,14 @@ class Proxy:
         relay = self._resumed(context)
         if relay is None:
             caller = caller_of(context)
+            # Waiting for a free session and opening one have their own bound; the call's deadline starts after.
+            lane = await self.pool.lease(caller, anyio.current_time() + self.limits.connect_timeout)
             relay = Relay(
                 caller,
                 context.request_scope.principal,
                 anyio.current_time() + self.limits.timeout,
                 self.limits,
             )
-            lane = await self.pool.lease(caller, relay.deadline)
             lane.start(relay, method, {k: v for k, v in params.items() if k not in _UPSTREAM_OWN})
         relay.context = context
         try:
