@@ -95,7 +95,9 @@ async def test_a_hidden_argument_sent_by_the_client_never_reaches_the_target(mod
 
 
 async def test_a_target_that_cannot_start_fails_the_proxy_clearly() -> None:
-    front = MCPServer.as_proxy([sys.executable, "-c", "import sys; sys.exit(2)"], limits=ProxyLimits(connect_timeout=5))
+    front = MCPServer.as_proxy(
+        [sys.executable, "-c", "import sys; sys.exit(2)"], limits=ProxyLimits(connect_timeout=5)
+    )
     with anyio.fail_after(30), pytest.raises(Exception, match="proxied server"):
         async with Client(front):
             pass

@@ -133,12 +133,17 @@ async def test_our_client_through_our_proxy_of_a_fastmcp_server(mode: str, versi
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_typescript_client_through_our_proxy_of_the_refund_desk(mode: str, node_env: dict[str, str]) -> None:
+async def test_typescript_client_through_our_proxy_of_the_refund_desk(
+    mode: str, node_env: dict[str, str]
+) -> None:
     """The refund desk's questions (a resolver that asks twice) relayed by our proxy to the TypeScript client."""
     async with proxied([sys.executable, str(REFUND_DESK)]) as url:
         with anyio.fail_after(60):
             done = await anyio.run_process(
-                [str(NODE_BIN / "node"), "refund_desk.mjs", url, mode], cwd=NODE_DIR, env=node_env, check=False
+                [str(NODE_BIN / "node"), "refund_desk.mjs", url, mode],
+                cwd=NODE_DIR,
+                env=node_env,
+                check=False,
             )
     assert done.returncode == 0, done.stderr.decode()
     report = json.loads(done.stdout)

@@ -46,6 +46,7 @@ from ._upstream import (
 )
 
 if TYPE_CHECKING:
+    from ..auth.tokens import AuthSettings
     from ..server import MCPServer
 
 __all__ = ["Proxy", "as_proxy", "caller_of"]
@@ -61,7 +62,6 @@ _PASSED_THROUGH = (
 _MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
 """Keys of a 2026-07-28 upstream result that the front's own finishing decides, not the target's."""
 _RELAY_STATE = "mcp-resolve/proxy-relay"
-
 
 
 def caller_of(context: Context) -> str:
@@ -80,13 +80,13 @@ def caller_of(context: Context) -> str:
 
 def _target(target: MCPServer | str | Sequence[str]) -> MCPServer | str | list[str]:
     """A URL as it is; a command line (`"python server.py"`) split into its arguments; a server in memory."""
-    if not isinstance(target, (str, list, tuple)):
-        return target
     if isinstance(target, str):
         if target.startswith(("http://", "https://")):
             return target
         return shlex.split(target)
-    return list(target)
+    if isinstance(target, (list, tuple)):
+        return [str(part) for part in target]
+    return target  # type: ignore[return-value]  # an MCPServer: served in memory
 
 
 class Proxy:
@@ -355,6 +355,7 @@ def as_proxy(
     mode: str = "auto",
     limits: ProxyLimits | None = None,
     name: str | None = None,
+    auth_settings: AuthSettings | None = None,
     **server_options: Any,
 ) -> MCPServer:
     """An `MCPServer` serving what `target` serves (see `MCPServer.as_proxy`)."""
@@ -370,6 +371,10 @@ def as_proxy(
         client_options["env"] = env
     if cwd is not None:
         client_options["cwd"] = cwd
+    if (
+        auth_settings is not None
+    ):  # `auth=` is the upstream's credential here: the front's settings take this name
+        server_options["auth"] = auth_settings
     their_lifespan = server_options.pop("lifespan", None)
     proxy: Proxy | None = None
 

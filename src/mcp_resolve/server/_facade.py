@@ -389,8 +389,9 @@ class MCPServer:
         every tool that has it out of the schema and fills it from `fn`;
         `auth`, `headers`, `env`, `cwd`, `mode` configure the upstream `Client`;
         `limits=ProxyLimits(...)` bounds time and sessions; the rest
-        (`token_verifier`, `auth_server_provider`, `middleware`, ...) are the
-        front `MCPServer`'s own. See docs/bridges.md.
+        (`token_verifier`, `auth_settings` for the front's `AuthSettings`,
+        `auth_server_provider`, `middleware`, ...) configure the front
+        `MCPServer`. See docs/bridges.md.
         """
         from ..bridges import as_proxy
 
