@@ -9,7 +9,7 @@ before anything is served.
 This module parses the command line and dispatches; each command lives in its
 own private module: `_target` (finding the server), `_run`, `_check`, `_graph`
 (building and drawing the graphs, also used by the docs' pictures), `_dev` and `_apps_dev`
-(`dev --apps`: a local MCP Apps host page).
+(`dev --apps`: a local MCP Apps host page), `_proxy` (`proxy TARGET`: another server served through ours).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ._apps_dev import dev_apps
 from ._check import check
 from ._dev import INSPECTOR, NO_NPX, dev
 from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_text, question_of
+from ._proxy import add_proxy_command, proxy_server
 from ._run import LEVELS, WORKER_APP_ENV, serve, worker_app
 from ._target import CLIError, import_file, load_server, split_target
 
@@ -120,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve the server on HTTP with a local MCP Apps host page that renders its views",
     )
     dev.add_argument("--port", type=int, default=8000, help="--apps: the loopback port (default 8000)")
+    add_proxy_command(commands)
     return parser
 
 
@@ -131,6 +133,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return dev_apps(args.target, port=args.port)
             load_server(args.target)  # fail here, readably, rather than inside the Inspector
             return dev(args.target)
+        if args.command == "proxy":
+            words = args.target[1:] if args.target[:1] == ["--"] else args.target
+            front = proxy_server(
+                words, auth_env=args.auth_env, headers=args.header, mode=args.mode, timeout=args.timeout
+            )
+            return serve(
+                front,
+                "proxy",
+                http=args.http,
+                host=args.host,
+                port=args.port,
+                path=args.path,
+                allowed_hosts=args.allowed_hosts,
+                allowed_origins=args.allowed_origins,
+                log_level=args.log_level,
+            )
         server = load_server(args.target)
         if args.command == "run":
             return serve(
