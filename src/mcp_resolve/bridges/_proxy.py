@@ -29,6 +29,7 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from ..client import Client
 from ..context import Context
 from ..errors import INTERNAL_ERROR, MCPError, ToolError
 from ..resolve import Resolve
@@ -59,9 +60,11 @@ _PASSED_THROUGH = (
     "prompts/get",
     "completion/complete",
 )
-_MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
+_MODERN_ONLY_KEYS = ("ttlMs", "cacheScope")
 """Keys of a 2026-07-28 upstream result that the front's own finishing decides, not the target's."""
 _RELAY_STATE = "mcp-resolve/proxy-relay"
+_UPSTREAM_STATE = "mcp-resolve/upstream-state"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 
 
 def caller_of(context: Context) -> str:
@@ -159,6 +162,9 @@ class Proxy:
         self.upstream_capabilities = dict(lane.client.server_capabilities)
         self.upstream_info = lane.client.server_info
         await self._refresh_tools(lane)  # the lane stays leased to the proxy: it hears list changes
+        self.pool.on_connect = self._prepare
+        if lane.client.is_modern and self._tg is not None:
+            self._tg.start_soon(self._listen, lane)
         if "completions" in self.upstream_capabilities:
             self.server.completion()(_never_called)  # declares `completions`; the method passes through
 
@@ -214,6 +220,34 @@ class Proxy:
         elif method == "notifications/prompts/list_changed":
             await self.server.notify_list_changed("prompts")
 
+    async def _prepare(self, client: Client) -> None:
+        """A new 2026-07-28 session mirrors tool arguments into headers (`x-mcp-header`) once it has listed them."""
+        if not client.is_modern or not any(
+            tool.param_headers for name, tool in self.server.registry.tools.items() if name in self._proxied
+        ):
+            return
+        cursor = None
+        with anyio.fail_after(self.limits.connect_timeout):
+            while True:
+                page = await client.request("tools/list", {} if cursor is None else {"cursor": cursor})
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    return
+
+    async def _listen(self, lane: Lane) -> None:
+        """Hear a 2026-07-28 target's list changes on `subscriptions/listen`, listening again when it ends."""
+        assert lane.client is not None
+        wanted = {"toolsListChanged": True, "promptsListChanged": True, "resourcesListChanged": True}
+        while not lane.dead:
+            try:
+                await lane.client.request("subscriptions/listen", {"notifications": wanted})
+            except MCPError as exc:
+                logger.info("the proxied server does not stream its list changes: %s", exc.message)
+                return
+            except Exception as exc:
+                logger.warning("listening to the proxied server failed: %s", type(exc).__name__)
+            await anyio.sleep(1.0)
+
     async def _tools_changed(self, lane: Lane) -> None:
         try:
             await self._refresh_tools(lane)
@@ -239,7 +273,8 @@ class Proxy:
     async def forward(self, context: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """`method` sent to the target for this caller; its result, or an input-required round of ours."""
         assert self.pool is not None, "the proxy serves only while its server runs"
-        relay = self._resumed(context)
+        state = _opened_state(context)
+        relay = self._resumed(context, state)
         if relay is None:
             caller = caller_of(context)
             # Waiting for a free session and opening one have their own bound; the call's deadline starts after.
@@ -250,24 +285,32 @@ class Proxy:
                 anyio.current_time() + self.limits.timeout,
                 self.limits,
             )
-            lane.start(relay, method, {k: v for k, v in params.items() if k not in _UPSTREAM_OWN})
+            upstream = {k: v for k, v in params.items() if k not in _UPSTREAM_OWN}
+            assert lane.client is not None
+            if context.is_modern and lane.client.is_modern:
+                # Both sides speak 2026-07-28: the target's rounds pass through, its requestState sealed
+                # inside ours, and the target hears the caller's own capabilities.
+                relay.rounds = False
+                upstream["_meta"] = {CLIENT_CAPABILITIES: context.client_capabilities_dict}
+                if state is not None and state.get(_UPSTREAM_STATE) is not None:
+                    upstream["requestState"] = state[_UPSTREAM_STATE]
+                if context.input_responses:  # whether answers without a round count is the target's policy
+                    upstream["inputResponses"] = context.input_responses
+            lane.start(relay, method, upstream)
         relay.context = context
         try:
-            return await self._drive(relay, context)
+            result = await self._drive(relay, context)
         except BaseException:
             if relay.context is context and not relay.finished:
                 relay.scope.cancel()  # the caller is gone (cancelled, or its answer could not be read)
             raise
+        if not relay.rounds and result.get("resultType") == "input_required":
+            result = {**result, "requestState": json.dumps({_UPSTREAM_STATE: result.get("requestState")})}
+        return result
 
-    def _resumed(self, context: Context) -> Relay | None:
+    def _resumed(self, context: Context, state: dict[str, Any] | None) -> Relay | None:
         """The parked relay a 2026-07-28 round resumes, given the answers it brings; None on a first round."""
-        if not context.is_modern or context.request_state is None:
-            return None
-        try:
-            state = json.loads(context.request_state)
-        except ValueError:
-            state = None
-        relay_id = state.get(_RELAY_STATE) if isinstance(state, dict) else None
+        relay_id = None if state is None else state.get(_RELAY_STATE)
         if not isinstance(relay_id, str):
             return None
         assert self.pool is not None
@@ -333,9 +376,24 @@ _UPSTREAM_OWN = frozenset({"_meta", "requestState", "inputResponses"})
 """Params the front's caller sent for the front: the upstream session sets its own."""
 
 
+def _opened_state(context: Context) -> dict[str, Any] | None:
+    """The requestState of ours this 2026-07-28 round echoes (already unsealed and checked), or None."""
+    if not context.is_modern or context.request_state is None:
+        return None
+    try:
+        state = json.loads(context.request_state)
+    except ValueError:
+        return None
+    return state if isinstance(state, dict) else None
+
+
 def _front_result(result: dict[str, Any]) -> dict[str, Any]:
-    if any(key in result for key in _MODERN_ONLY_KEYS):
-        return {key: value for key, value in result.items() if key not in _MODERN_ONLY_KEYS}
+    if any(key in result for key in _MODERN_ONLY_KEYS) or result.get("resultType") == "complete":
+        return {
+            key: value
+            for key, value in result.items()
+            if key not in _MODERN_ONLY_KEYS and key != "resultType"
+        }
     return result
 
 

@@ -113,6 +113,8 @@ class Relay:
         self.events: MemoryObjectReceiveStream[Event] = receive
         self.scope = anyio.CancelScope()
         self.finished = False
+        self.rounds = True
+        """Whether the upstream's input-required rounds run here (False: they go to the caller as they are)."""
 
     def remaining(self) -> float:
         return max(0.0, self.deadline - anyio.current_time())
@@ -212,6 +214,8 @@ class Lane:
             with self._scope:
                 async with self.pool.make_client(self) as client:
                     self.client = client
+                    if self.pool.on_connect is not None:
+                        await self.pool.on_connect(client)
                     started = True
                     task_status.started()
                     async for relay, method, params in self._jobs:
@@ -238,7 +242,10 @@ class Lane:
         try:
             with relay.scope:
                 with anyio.fail_after(relay.remaining()):
-                    result = await client.forward(method, params)
+                    if relay.rounds:
+                        result = await client.forward(method, params)
+                    else:  # the caller answers the target's own rounds: its result, as it is
+                        result = await client.request(method, params)
         except TimeoutError:
             error = UpstreamError(f"the proxied server did not answer within {relay.limits.timeout:g}s")
             self.close()  # a target that never answers keeps nothing of ours
@@ -275,6 +282,8 @@ class LanePool:
         self._lanes: dict[str, list[Lane]] = {}
         self._parked: dict[str, Relay] = {}
         self._freed = anyio.Event()
+        self.on_connect: Callable[[Client], Awaitable[None]] | None = None
+        """Awaited once each new upstream session is open, before it serves (the proxy's preparation)."""
 
     def lanes(self) -> Sequence[Lane]:
         return [lane for lanes in self._lanes.values() for lane in lanes]
