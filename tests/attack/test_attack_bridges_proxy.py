@@ -16,7 +16,7 @@ import pytest
 from mcp_types import LoggingMessageNotificationParams, TextContent
 
 from conftest import SERVERS
-from mcp_resolve import Client, Context, MCPServer, Resolve
+from mcp_resolve import Client, Context, MCPError, MCPServer, Resolve
 from mcp_resolve.bridges import ProxyLimits
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -94,10 +94,53 @@ async def test_a_hidden_argument_sent_by_the_client_never_reaches_the_target(mod
     assert _text(result) == "orders of cust-from-token (paid)"
 
 
-async def test_a_target_that_cannot_start_fails_the_proxy_clearly() -> None:
+async def test_a_target_that_cannot_start_is_a_clear_error_on_each_request() -> None:
     front = MCPServer.as_proxy(
         [sys.executable, "-c", "import sys; sys.exit(2)"], limits=ProxyLimits(connect_timeout=5)
     )
-    with anyio.fail_after(30), pytest.raises(Exception, match="proxied server"):
-        async with Client(front):
-            pass
+    with anyio.fail_after(30):
+        async with Client(front) as client:
+            for _ in range(2):  # the listing is tried again, and fails again, as clearly
+                with pytest.raises(MCPError, match="cannot reach the proxied server"):
+                    await client.list_tools()
+
+
+async def test_a_caller_that_never_answers_a_relayed_question_frees_its_session_at_the_deadline() -> None:
+    """A 2026-07-28 caller asked on behalf of a handshake-era target, who never comes back: the waiting
+    upstream call is ended at its deadline, its session serves the caller again, the stale round is refused."""
+    front = MCPServer.as_proxy(TARGET, mode="legacy", limits=ProxyLimits(lanes_per_caller=1, timeout=3))
+
+    async def never_used(params: Any) -> dict[str, Any]:
+        raise AssertionError("the rounds are driven by hand here")
+
+    with anyio.fail_after(40):
+        async with Client(front, mode="2026-07-28", elicitation_handler=never_used) as client:
+            asked = await client.request("tools/call", {"name": "delete_item", "arguments": {"item": "x"}})
+            assert asked["resultType"] == "input_required"
+            (key,) = asked["inputRequests"]
+            assert asked["inputRequests"][key]["params"]["message"] == "Delete x?"
+            # The one session is held by the waiting call; this call waits for it, then gets it.
+            result = await client.call_tool("get_orders", {"customer_id": "c-4"})
+            assert _text(result) == "orders of c-4 (open)"
+            late = await client.request(
+                "tools/call",
+                {
+                    "name": "delete_item",
+                    "arguments": {"item": "x"},
+                    "requestState": asked["requestState"],
+                    "inputResponses": {key: {"action": "accept", "content": {"sure": True}}},
+                },
+            )
+    assert late["isError"] is True
+    assert "waited too long" in late["content"][0]["text"]
+
+
+async def test_a_relayed_question_answered_in_time_completes_the_call() -> None:
+    front = MCPServer.as_proxy(TARGET, mode="legacy")
+
+    async def confirm(params: Any) -> dict[str, Any]:
+        return {"action": "accept", "content": {"sure": True}}
+
+    for mode in ERAS:
+        async with Client(front, mode=mode, elicitation_handler=confirm) as client:
+            assert _text(await client.call_tool("delete_item", {"item": "y"})) == "deleted y"

@@ -11,6 +11,7 @@ import os
 import secrets
 
 import anyio
+from pydantic import BaseModel
 
 from mcp_resolve import Context, MCPServer
 
@@ -30,6 +31,19 @@ def session(note: str = "") -> str:
 def get_orders(customer_id: str, status: str = "open") -> str:
     """The orders of a customer."""
     return f"orders of {customer_id} ({status})"
+
+
+class Confirm(BaseModel):
+    sure: bool
+
+
+@mcp.tool()
+async def delete_item(item: str, ctx: Context) -> str:
+    """Delete an item once the person confirms (asked mid-call: the handshake era)."""
+    answer = await ctx.elicit(f"Delete {item}?", Confirm)
+    if answer.action != "accept" or not answer.data.sure:
+        return f"kept {item}"
+    return f"deleted {item}"
 
 
 @mcp.tool()

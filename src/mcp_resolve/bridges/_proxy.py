@@ -4,8 +4,8 @@ The front is an ordinary `MCPServer`, so whatever it adds (a token verifier
 or `OAuthProxy`, limits, OpenTelemetry, middleware) applies to every proxied
 request. Behind it, each caller gets upstream sessions of its own (`_upstream`):
 by principal when the request is authenticated, else by the handshake-era
-session, else one shared anonymous caller. Tools are listed once when the
-proxy starts (again when the target says its list changed) and registered as
+session, else one shared anonymous caller. Tools are listed once, on the
+first request that needs them (again when the target says its list changed), and registered as
 bridged tools, so `hide=` can take arguments out of the model's hands;
 resources, templates, prompts and completion pass through per request.
 
@@ -48,6 +48,7 @@ from ._upstream import (
 
 if TYPE_CHECKING:
     from ..auth.tokens import AuthSettings
+    from ..protocol.serves import Handler
     from ..server import MCPServer
 
 __all__ = ["Proxy", "as_proxy", "caller_of"]
@@ -114,6 +115,7 @@ class Proxy:
         self.upstream_info: dict[str, Any] | None = None
         self._proxied: set[str] = set()
         self._tg: TaskGroup | None = None
+        self._discovered: anyio.Event | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     @asynccontextmanager
@@ -126,13 +128,39 @@ class Proxy:
         try:
             if self.pool is None:
                 await host  # the host failed before it was ready: its exception says why
-            await self._discover()
-            yield
+            self._discovered = None
+            yield  # the target is listed on first use (`discovered`): serving starts without waiting for it
         finally:
-            if self._tg is not None:
-                self._tg.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
+                if self.pool is not None:
+                    self.pool.close_all()  # each session closes its client itself: stdio targets stopped
+                    with anyio.move_on_after(5):
+                        while self.pool.lanes():
+                            await anyio.sleep(0.05)
+                if self._tg is not None:
+                    self._tg.cancel_scope.cancel()
                 await asyncio.gather(host, return_exceptions=True)
+
+    async def discovered(self) -> None:
+        """Wait until the target's tools are listed (the first caller lists them; a failure is retried)."""
+        done = self._discovered
+        if done is None:
+            done = self._discovered = anyio.Event()
+            try:
+                await self._discover()
+            except UpstreamError as exc:
+                self._discovered = None
+                done.set()
+                raise MCPError(INTERNAL_ERROR, str(exc)) from None
+            except BaseException:
+                self._discovered = None
+                done.set()
+                raise
+            done.set()
+            return
+        await done.wait()
+        if self._discovered is not done:  # the lister failed: this caller tries again
+            await self.discovered()
 
     async def _hold(self, ready: asyncio.Event) -> None:
         try:
@@ -165,8 +193,8 @@ class Proxy:
         self.pool.on_connect = self._prepare
         if lane.client.is_modern and self._tg is not None:
             self._tg.start_soon(self._listen, lane)
-        if "completions" in self.upstream_capabilities:
-            self.server.completion()(_never_called)  # declares `completions`; the method passes through
+        if "completions" not in self.upstream_capabilities:
+            self.server.registry.completer = None  # declared until the target was known not to complete
 
     async def _refresh_tools(self, lane: Lane) -> None:
         assert lane.client is not None
@@ -245,6 +273,8 @@ class Proxy:
                 logger.info("the proxied server does not stream its list changes: %s", exc.message)
                 return
             except Exception as exc:
+                if lane.dead:
+                    return
                 logger.warning("listening to the proxied server failed: %s", type(exc).__name__)
             await anyio.sleep(1.0)
 
@@ -450,4 +480,15 @@ def as_proxy(
     proxy = Proxy(server, target, hide=hide, limits=limits, client_options=client_options)
     for method in _PASSED_THROUGH:
         server.add_method(method, partial(proxy.passthrough, method), replace=True)
+    for method in ("tools/list", "tools/call"):
+        server.add_method(method, _after_discovery(proxy, server.handler(method)), replace=True)
+    server.completion()(_never_called)  # `completions` declared, until the target turns out not to offer it
     return server
+
+
+def _after_discovery(proxy: Proxy, handler: Handler) -> Handler:
+    async def gated(params: dict[str, Any], context: Context) -> dict[str, Any]:
+        await proxy.discovered()
+        return await handler(params, context)
+
+    return gated

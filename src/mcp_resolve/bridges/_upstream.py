@@ -204,22 +204,20 @@ class Lane:
         self.busy = True
         self.dead = False
         self.last_used = anyio.current_time()
-        self._scope = anyio.CancelScope()
         send, receive = anyio.create_memory_object_stream[tuple[Relay, str, dict[str, Any]]](1)
         self._jobs_send, self._jobs = send, receive
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         started = False
         try:
-            with self._scope:
-                async with self.pool.make_client(self) as client:
-                    self.client = client
-                    if self.pool.on_connect is not None:
-                        await self.pool.on_connect(client)
-                    started = True
-                    task_status.started()
-                    async for relay, method, params in self._jobs:
-                        await self._serve(client, relay, method, params)
+            async with self.pool.make_client(self) as client:
+                self.client = client
+                if self.pool.on_connect is not None:
+                    await self.pool.on_connect(client)
+                started = True
+                task_status.started()
+                async for relay, method, params in self._jobs:
+                    await self._serve(client, relay, method, params)
         except Exception as exc:
             if not started:
                 raise
@@ -263,8 +261,12 @@ class Lane:
         self.pool.released(relay)
 
     def close(self) -> None:
+        """End this session: its request (if any) is cancelled, and the client closes uncancelled, so a
+        stdio target is stopped and waited for."""
         self.dead = True
-        self._scope.cancel()
+        self._jobs_send.close()
+        if self.relay is not None:
+            self.relay.scope.cancel()
 
 
 class LanePool:
