@@ -22,6 +22,7 @@ from conftest import SERVERS
 from mcp_resolve import Client, Context, MCPServer, Resolve, ToolError
 from mcp_resolve.auth import AccessToken, AuthSettings
 from mcp_resolve.bridges import ProxyLimits, caller_of
+from otel_helpers import Otel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -135,3 +136,21 @@ async def test_the_caller_key_prefers_the_principal() -> None:
         await modern.call_tool("key", {})
     assert seen[0].startswith("peer connection ")  # a handshake session in memory: its connection
     assert seen[1] == "anonymous"  # 2026-07-28 with no principal: one shared anonymous caller
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_opentelemetry_traces_the_proxied_call_in_front(mode: str) -> None:
+    """What our server adds applies in front: a proxied call is a span of the front, its hidden argument's
+    resolver a span inside it."""
+    otel = Otel()
+    front = MCPServer.as_proxy(TARGET, hide={"customer_id": Resolve(customer_of_token)})
+    front.dependency_overrides[customer_of_token] = lambda: "customer-traced"
+    otel.instrument(front)
+    async with Client(front, mode=mode) as client:
+        result = await client.call_tool("get_orders", {})
+    assert _text(result) == "orders of customer-traced (open)"
+    names = [span["name"] for span in otel.spans()]
+    assert "tools/call" in names
+    assert any(
+        name.startswith("resolve ") and name.endswith("<lambda>") for name in names
+    )  # the override ran
