@@ -18,6 +18,7 @@ from mcp_types import LoggingMessageNotificationParams, TextContent
 from conftest import SERVERS
 from mcp_resolve import Client, Context, MCPError, MCPServer, Resolve
 from mcp_resolve.bridges import ProxyLimits
+from mcp_resolve.errors import MISSING_REQUIRED_CLIENT_CAPABILITY
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -144,3 +145,18 @@ async def test_a_relayed_question_answered_in_time_completes_the_call() -> None:
     for mode in ERAS:
         async with Client(front, mode=mode, elicitation_handler=confirm) as client:
             assert _text(await client.call_tool("delete_item", {"item": "y"})) == "deleted y"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_question_our_caller_cannot_answer_is_refused_to_the_target(mode: str) -> None:
+    """A caller that declared no elicitation is never asked: the target hears -32021 and fails its call."""
+    front = MCPServer.as_proxy(TARGET, mode="legacy", limits=ProxyLimits(timeout=20))
+    with anyio.fail_after(40):
+        async with Client(front, mode=mode) as client:
+            # The target (ours) answers a refused question with the JSON-RPC error itself.
+            with pytest.raises(MCPError, match="did not declare the elicitation capability") as refused:
+                await client.request("tools/call", {"name": "delete_item", "arguments": {"item": "z"}})
+            assert (
+                _text(await client.call_tool("get_orders", {"customer_id": "c-5"})) == "orders of c-5 (open)"
+            )
+    assert refused.value.code == MISSING_REQUIRED_CLIENT_CAPABILITY

@@ -31,7 +31,7 @@ from anyio.abc import TaskGroup
 
 from ..client import Client
 from ..context import Context
-from ..errors import INTERNAL_ERROR, MCPError, ToolError
+from ..errors import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
 from ..resolve import Resolve
 from ._tool import BridgedTool
 from ._upstream import (
@@ -366,6 +366,8 @@ class Proxy:
                     raise event.error
                 assert event.result is not None
                 return _front_result(event.result)
+            if _refused(event, context):
+                continue
             if send is not None:
                 try:
                     event.settle(await send(event.method, event.params))
@@ -384,7 +386,10 @@ class Proxy:
                         raise more.error
                     assert more.result is not None
                     return _front_result(more.result)
-                relay.open[relay.question_key()] = more
+                if not _refused(more, context):
+                    relay.open[relay.question_key()] = more
+            if not relay.open:
+                continue
 
     async def _next(self, relay: Relay) -> Question | Done:
         with anyio.move_on_after(relay.remaining() + 1.0):  # the lane's own deadline ends it first
@@ -404,6 +409,28 @@ class Proxy:
 _DISCOVERY = "proxy discovery"
 _UPSTREAM_OWN = frozenset({"_meta", "requestState", "inputResponses"})
 """Params the front's caller sent for the front: the upstream session sets its own."""
+
+
+_CAPABILITY_OF = {
+    "elicitation/create": "elicitation",
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+}
+
+
+def _refused(question: Question, context: Context) -> bool:
+    """Answer the target with an error, now, when our caller did not declare what the question needs."""
+    needed = _CAPABILITY_OF.get(question.method)
+    if needed is None or needed in (context.client_capabilities_dict or {}):
+        return False
+    question.settle(
+        error=MCPError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"the proxy's caller did not declare the {needed} capability",
+            {"requiredCapabilities": {needed: {}}},
+        )
+    )
+    return True
 
 
 def _opened_state(context: Context) -> dict[str, Any] | None:

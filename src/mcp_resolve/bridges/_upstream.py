@@ -330,7 +330,9 @@ class LanePool:
             raise UpstreamError(f"the proxied server did not start within {timeout:g}s") from None
         except Exception as exc:
             self.forget(lane)
-            logger.warning("could not reach the proxied server: %s", exc)
+            logger.warning(
+                "could not reach the proxied server: %s", type(exc).__name__
+            )  # its text may hold a URL
             raise UpstreamError(f"cannot reach the proxied server ({type(exc).__name__})") from None
         return lane
 
