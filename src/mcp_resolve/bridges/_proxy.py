@@ -134,7 +134,7 @@ class Proxy:
             with anyio.CancelScope(shield=True):
                 if self.pool is not None:
                     self.pool.close_all()  # each session closes its client itself: stdio targets stopped
-                    with anyio.move_on_after(5):
+                    with anyio.move_on_after(_CLOSE_GRACE):
                         while self.pool.lanes():
                             await anyio.sleep(0.05)
                 if self._tg is not None:
@@ -407,6 +407,9 @@ class Proxy:
 
 
 _DISCOVERY = "proxy discovery"
+_CLOSE_GRACE = 10.0
+"""Seconds the proxy waits at shutdown for its sessions to close; our Client gives a stdio target
+5 s to exit once its stdin closes, then 2 s to terminate, before it kills it."""
 _UPSTREAM_OWN = frozenset({"_meta", "requestState", "inputResponses"})
 """Params the front's caller sent for the front: the upstream session sets its own."""
 
