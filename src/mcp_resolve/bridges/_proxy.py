@@ -303,6 +303,7 @@ class Proxy:
     async def forward(self, context: Context, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """`method` sent to the target for this caller; its result, or an input-required round of ours."""
         assert self.pool is not None, "the proxy serves only while its server runs"
+        await self.discovered()  # before any session of a caller opens: each is prepared alike (`_prepare`)
         state = _opened_state(context)
         relay = self._resumed(context, state)
         if relay is None:
