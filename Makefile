@@ -9,7 +9,7 @@ CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light graphviz chromium
 
-.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance bench soak clean
+.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance conformance-proxy bench soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -111,11 +111,16 @@ test-fast: $(STAMP)
 conformance: $(STAMP) $(NODE_STAMP)
 	$(PY) conformance/run.py
 
+# The same harness's --suite all legs at `mcp-resolve proxy` in front of the everything server.
+conformance-proxy: $(STAMP) $(NODE_STAMP)
+	$(PY) conformance/run.py --proxied
+
 # About fourteen minutes; prints every figure and a verdict per target (benchmarks/README.md).
 # Pass options with BENCH_ARGS, e.g. `make bench BENCH_ARGS="--transports http --reps 1"`.
 bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 	$(PY) benchmarks/dpop.py
+	$(PY) benchmarks/proxy.py
 
 # Mixed refund load with dropped clients, in two legs of 90 s (about four minutes in all): two HTTP
 # workers, one killed and restarted; then nginx, three workers and Redis, with workers SIGKILLed and
@@ -127,7 +132,7 @@ soak: $(STAMP) $(SYSTEM_STAMP)
 # The gate: its legs are independent, so they run side by side (the longest, pytest, sets the time),
 # and each leg's output is printed whole when that leg ends; a failed leg ends with make's
 # `*** [Makefile:NN: leg] Error` line under its own log. Every leg runs to its end (--keep-going).
-TEST_LEGS := lint typecheck docs pytest conformance
+TEST_LEGS := lint typecheck docs pytest conformance conformance-proxy
 test: $(STAMP)
 	@echo "make test: $(TEST_LEGS) side by side; each leg's output appears when it ends"
 	@$(MAKE) --no-print-directory --jobs=$(words $(TEST_LEGS)) --keep-going --output-sync=target $(TEST_LEGS)

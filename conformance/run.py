@@ -7,7 +7,11 @@ any leg fails, if the server died while being tested, or if a leg produced no
 checks at all (a dead URL still scores a few "passes", so counts are only
 trusted from a server that answered).
 
-    python conformance/run.py [--keep DIR] [--leg NAME ...]
+    python conformance/run.py [--keep DIR] [--leg NAME ...] [--proxied]
+
+With --proxied the everything server is served through `mcp-resolve proxy`
+(its HTTP endpoint as the target) and the `--suite all` legs run at the proxy:
+whatever the server passes, its proxy must pass too.
 """
 
 from __future__ import annotations
@@ -225,6 +229,27 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"the everything server did not answer server/discover at {url} within 30 s; see {log}")
 
 
+def start_proxy(target: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """`mcp-resolve proxy --http` in front of `target` on `port`, once it answers `server/discover`."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_resolve", "proxy", "--http", "--port", str(port), target],
+            cwd=ROOT,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the proxy exited with {process.returncode}; see {log}")
+        if discover(url) is not None:
+            return process
+        time.sleep(0.1)
+    process.kill()
+    raise SystemExit(f"the proxy did not answer server/discover at {url} within 30 s; see {log}")
+
+
 def stop_server(process: subprocess.Popen[bytes]) -> None:
     process.terminate()
     try:
@@ -403,6 +428,11 @@ def main() -> int:
         "--keep", type=Path, help="write harness output here (default: a temporary directory)"
     )
     parser.add_argument("--leg", action="append", help="run only legs whose name contains this text")
+    parser.add_argument(
+        "--proxied",
+        action="store_true",
+        help="serve the everything server through `mcp-resolve proxy` and run the --suite all legs at the proxy",
+    )
     options = parser.parse_args()
     for needed in (NODE, HARNESS):
         if not needed.exists():
@@ -413,11 +443,20 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}/mcp"
     started = time.monotonic()
     server = start_server(port, work / "server.log")
+    proxy = None
+    tested = url
     all_ok = True
     try:
         print(f"everything server answering at {url}")
-        for index, leg in enumerate(legs(url)):
+        if options.proxied:
+            proxy_port = free_port()
+            proxy = start_proxy(url, proxy_port, work / "proxy.log")
+            tested = f"http://127.0.0.1:{proxy_port}/mcp"
+            print(f"mcp-resolve proxy of it answering at {tested}")
+        for index, leg in enumerate(legs(tested)):
             if options.leg and not any(text in leg.name for text in options.leg):
+                continue
+            if options.proxied and "--suite all" not in leg.name:
                 continue
             out = work / f"leg-{index}"
             out.mkdir(exist_ok=True)
@@ -426,6 +465,8 @@ def main() -> int:
             print("FAIL  the everything server stopped answering")
             all_ok = False
     finally:
+        if proxy is not None:
+            stop_server(proxy)
         stop_server(server)
     print(f"{'all legs passed' if all_ok else 'conformance FAILED'} in {time.monotonic() - started:.0f} s")
     if all_ok and options.keep is None:

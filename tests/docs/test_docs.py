@@ -98,7 +98,7 @@ def test_docs_run_from_the_installed_package_not_a_checkout(page: Path) -> None:
 
 
 # The pages whose Python starts a server process or serves HTTP: `slow` (tests/README.md).
-STARTS_SERVERS = {"docs/interop.md", "docs/pydantic-ai.md", "docs/tasks.md", "docs/tasks-clients.md", "docs/transports.md"}
+STARTS_SERVERS = {"docs/bridges.md", "docs/interop.md", "docs/pydantic-ai.md", "docs/tasks.md", "docs/tasks-clients.md", "docs/transports.md"}
 WITH_PYTHON = [
     pytest.param(page, marks=pytest.mark.slow) if page_id(page) in STARTS_SERVERS else page
     for page in PAGES

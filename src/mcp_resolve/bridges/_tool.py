@@ -141,6 +141,8 @@ class BridgedTool(Tool):
     def convert_result(self, value: Any) -> dict[str, Any]:
         """A wire dict passes as it is (a relayed result is already one); models are dumped."""
         if isinstance(value, dict):
+            if value.get("resultType") == "input_required":  # a round of the call's own (a relayed question)
+                return value
             if not isinstance(value.get("content"), list):
                 raise ToolError("the bridged call returned no content list")
             return value

@@ -11,7 +11,8 @@ own private module: `_target` (finding the server), `_run`, `_check`, `_graph`
 (building and drawing the graphs, also used by the docs' pictures), `_dev` and `_apps_dev`
 (`dev --apps`: a local MCP Apps host page), `_reload` (`--reload`: a new server process per version of
 the file, behind one listening socket), `_install` (into a client's config), `_list` and
-`_call` (a server from the shell, through `_connect` and `_terminal`).
+`_call` (a server from the shell, through `_connect` and `_terminal`), `_proxy` (another server
+through this one).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ._apps_dev import dev_apps
 from ._check import check
 from ._dev import INSPECTOR, NO_NPX, dev, dev_reload
 from ._graph import FORMATS, Component, graph, graph_dot, graph_mermaid, graph_svg, graph_text, question_of
+from ._proxy import add_proxy_command, proxy_server
 from ._run import LEVELS, WORKER_APP_ENV, serve, worker_app
 from ._shell import SHELL_COMMANDS, add_shell_commands, run_shell_command, split_command
 from ._target import CLIError, import_file, load_server, split_target
@@ -140,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, default=8000, help="--apps, --reload: the loopback port (default 8000)"
     )
     add_shell_commands(commands, target_help)
+    add_proxy_command(commands)
     return parser
 
 
@@ -155,6 +158,22 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return dev_apps(args.target, port=args.port)
             load_server(args.target)  # fail here, readably, rather than inside the Inspector
             return dev_reload(args.target, port=args.port) if args.reload else dev(args.target)
+        if args.command == "proxy":
+            words = args.target[1:] if args.target[:1] == ["--"] else args.target
+            front = proxy_server(
+                words, auth_env=args.auth_env, headers=args.header, mode=args.mode, timeout=args.timeout
+            )
+            return serve(
+                front,
+                "proxy",
+                http=args.http,
+                host=args.host,
+                port=args.port,
+                path=args.path,
+                allowed_hosts=args.allowed_hosts,
+                allowed_origins=args.allowed_origins,
+                log_level=args.log_level,
+            )
         server = load_server(args.target)
         if args.command == "run":
             return serve(

@@ -142,3 +142,4 @@ async def open_stdio(
             if process.returncode is None:
                 process.kill()
                 await process.wait()
+            await process.aclose()  # its stdout too: output it wrote and nobody read would outlive the loop

@@ -397,6 +397,25 @@ class MCPServer:
             return fn
         return registration.add_tool(self.registry, self.dependency_overrides, fn, **options)
 
+    @staticmethod
+    def as_proxy(target: MCPServer | str | Sequence[str], **options: Any) -> MCPServer:
+        """A server that serves what `target` serves: an `http(s)://` URL or a stdio command line.
+
+        Tools, resources, templates, prompts and completion pass through; the
+        target's logging and progress reach the caller, and its questions
+        (elicitation, sampling, roots) are asked of the caller on the caller's
+        era. Options: `hide={"customer_id": Resolve(fn)}` takes an argument of
+        every tool that has it out of the schema and fills it from `fn`;
+        `auth`, `headers`, `env`, `cwd`, `mode` configure the upstream `Client`;
+        `limits=ProxyLimits(...)` bounds time and sessions; the rest
+        (`token_verifier`, `auth_settings` for the front's `AuthSettings`,
+        `auth_server_provider`, `middleware`, ...) configure the front
+        `MCPServer`. See docs/bridges.md.
+        """
+        from ..bridges import as_proxy
+
+        return as_proxy(target, **options)
+
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
         """Register a resource built beforehand (`Resource.from_function(fn, uri)`, an extension's), as the official SDK's does."""
         registration.add_resource(self.registry, self.dependency_overrides, resource)
