@@ -109,14 +109,6 @@ class UnexpectedResourceError(ResourceError):
     """
 
 
-class MidCallQuestionUnavailable(ToolError, RuntimeError):
-    """`ctx.elicit`/`sample`/`list_roots` on a request that cannot ask mid-call (2026-07-28).
-
-    A ToolError, so its advice (declare a resolver) reaches whoever reads the
-    result; a RuntimeError, because it is a programming mistake.
-    """
-
-
 class InvalidSignature(Exception):
     """A tool, prompt, resource or resolver signature the framework cannot honour.
 
@@ -151,6 +143,18 @@ class MCPError(Exception):
     @classmethod
     def invalid_state(cls) -> MCPError:
         return cls(INVALID_PARAMS, INVALID_STATE_MESSAGE)
+
+
+class MidCallQuestionUnavailable(MCPError, RuntimeError):
+    """`ctx.elicit`/`sample`/`list_roots` on a request that cannot ask mid-call (2026-07-28).
+
+    The JSON-RPC error -32600 (Invalid Request) the official server answers
+    there, with our advice (declare a resolver) as its message; a RuntimeError,
+    because it is a programming mistake.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_REQUEST, message)
 
 
 class UrlElicitationRequiredError(MCPError):

@@ -68,7 +68,7 @@ def _contents(
     entry["mimeType"] = mime_type or "application/json"
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
-    entry["text"] = pydantic_core.to_json(value, fallback=str).decode()
+    entry["text"] = pydantic_core.to_json(value, fallback=str, indent=2).decode()  # indented, as the official
     return [entry]
 
 

@@ -99,6 +99,9 @@ class Tool:
             ToolAnnotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
         )
         self.single_use = single_use
+        self.detailed_errors = False
+        """Whether a crash's result names the exception's class (`MCPServer(detailed_tool_errors=True)`);
+        by default it reads `Error executing tool NAME`, as the official's does. Set by the registry."""
         self.meta = meta
         self.icons = icons
         self.signature = HandlerSignature.analyse(fn, self.name, overrides, model_suffix="Arguments")
@@ -211,7 +214,12 @@ class Tool:
             return error_result(self.name, str(exc))
         except Exception as exc:
             logger.exception("tool %s raised, or its result could not be converted", self.name)
-            return error_result(self.name, _describe_unexpected(exc))
+            if self.detailed_errors:
+                return error_result(self.name, _describe_unexpected(exc))
+            return {
+                "content": [{"type": "text", "text": f"Error executing tool {self.name}"}],
+                "isError": True,
+            }
 
     def convert_result(self, value: Any) -> dict[str, Any]:
         """The tool's return value as its wire result (`output.py` says how)."""

@@ -71,8 +71,9 @@ def test_the_error_keeps_its_elicitations_and_takes_a_message() -> None:
 async def test_elicit_url_mid_call_is_refused_on_2026_07_28_pointing_at_the_error() -> None:
     async with Client(_server(), mode="auto") as client:
         assert client.protocol_version == "2026-07-28"
-        result = await client.call_tool("pay", {})
-    assert result.is_error is True
-    text = result.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("pay", {})
+    assert refused.value.code == -32600
+    text = refused.value.message
     assert "ctx.elicit_url() cannot ask the client mid-call on protocol 2026-07-28" in text
     assert "UrlElicitationRequiredError" in text

@@ -52,6 +52,8 @@ class Registry:
         """The prompts by name."""
         self.completer: Completer | None = None
         """The `@mcp.completion()` handler, if one was registered."""
+        self.detailed_tool_errors = False
+        """Given to every tool filed from now on (`Tool.detailed_errors`)."""
 
     # -- lookups -----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool | None:
@@ -78,6 +80,7 @@ class Registry:
     # -- filing ------------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> None:
         self._warn_if_taken("tool", tool.name, self._tools)
+        tool.detailed_errors = self.detailed_tool_errors
         self._tools[tool.name] = tool
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
