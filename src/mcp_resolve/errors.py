@@ -44,6 +44,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "InvalidRequestState",
     "InvalidSignature",
+    "InvalidUriTemplate",
     "MCPError",
     "MCPServerError",
     "MidCallQuestionUnavailable",
@@ -109,12 +110,26 @@ class UnexpectedResourceError(ResourceError):
     """
 
 
-class InvalidSignature(Exception):
+class InvalidSignature(ValueError):
     """A tool, prompt, resource or resolver signature the framework cannot honour.
 
     Raised at registration, never mid-call, so a bad server fails before any
-    client connects.
+    client connects. A ValueError, which is what the official SDK raises at
+    registration: code catching either keeps working.
     """
+
+
+class InvalidUriTemplate(InvalidSignature):
+    """A resource URI template that is malformed or uses a form that cannot be matched.
+
+    The official SDK's name (a ValueError there too); `template` is the
+    template as written, `position` where in it the fault is, when known.
+    """
+
+    def __init__(self, message: str, template: str = "", position: int | None = None) -> None:
+        super().__init__(message)
+        self.template = template
+        self.position = position
 
 
 class InvalidRequestState(Exception):

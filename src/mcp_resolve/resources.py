@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import base64
 import inspect
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import unquote
 
 import pydantic_core
 from mcp_types import Annotations, BlobResourceContents, Icon, InputRequiredResult, TextResourceContents
@@ -25,12 +23,11 @@ from pydantic import BaseModel
 
 from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from ._signature import ArgumentError, HandlerSignature, Overrides
+from ._uri_template import UriTemplate
 from .context import Context
 from .errors import InvalidSignature, MCPError, ResourceError, UnexpectedResourceError
 
 __all__ = ["FunctionResource", "Resource", "ResourceTemplate", "UnsafeParameter"]
-
-_VARIABLE = re.compile(r"{(\w+)}")
 
 
 def _contents(
@@ -215,37 +212,34 @@ class ResourceTemplate(_ResourceBase):
     def __init__(
         self, fn: Callable[..., Any], *, security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY, **kwargs: Any
     ) -> None:
+        parsed = UriTemplate(kwargs["uri"])  # the template first: its faults are the ones to name
         super().__init__(fn, **kwargs)
         self.security = security
         """The checks every extracted value passes before the function runs."""
-        variables = _VARIABLE.findall(self.uri)
+        self.parsed = parsed
+        """The template's RFC 6570 reading (`_uri_template.py`): its variables and `match`."""
+        variables = self.parsed.variables
         if set(variables) != set(self.signature.argument_names):
             raise InvalidSignature(
                 f"resource template {self.uri}: URI variables {sorted(variables)} must match the function's "
                 f"arguments {sorted(self.signature.argument_names)}"
             )
-        pattern = ""
-        for piece in re.split(r"({\w+})", self.uri):
-            match = _VARIABLE.fullmatch(piece)
-            pattern += f"(?P<{match.group(1)}>[^/]+)" if match else re.escape(piece)
-        self.pattern = re.compile(pattern)
 
     def definition(self) -> dict[str, Any]:
         return self._describe("uriTemplate")
 
-    def match(self, uri: str) -> dict[str, str] | None:
-        """The decoded variables of `uri`, or None when it does not match.
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
+        """The decoded variables of `uri` (a list for an exploded `{/x*}`), or None when it does not match.
 
         Raises UnsafeParameter when it matches but a value fails `self.security`.
         """
-        found = self.pattern.fullmatch(uri)
-        if found is None:
+        variables = self.parsed.match(uri)
+        if variables is None:
             return None
-        variables = {k: unquote(v) for k, v in found.groupdict().items()}
         refused = self.security.validate(variables)
         if refused is not None:
             raise UnsafeParameter(self.uri, refused)
         return variables
 
-    async def read(self, uri: str, variables: dict[str, str], context: Context) -> dict[str, Any]:
+    async def read(self, uri: str, variables: dict[str, str | list[str]], context: Context) -> dict[str, Any]:
         return await self._read(uri, variables, context)
