@@ -131,6 +131,11 @@ class _RequestContextView:
     def access_token(self) -> AccessToken | None:
         return self._scope.access_token
 
+    @property
+    def client_capabilities_dict(self) -> dict[str, Any]:
+        """What the client declared, as sent: for `require_client_extension(ctx.request_context, ...)`."""
+        return self._scope.client_capabilities
+
 
 class Context(Generic[LifespanT, RequestT]):
     """One request, as seen by the code that serves it.

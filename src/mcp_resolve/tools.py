@@ -152,6 +152,11 @@ class Tool:
         """Resolve through `overrides` from now on (a prebuilt tool joining a server)."""
         self.signature.use_overrides(overrides)
 
+    @property
+    def context_kwarg(self) -> str | None:
+        """The name of the parameter that receives the `Context`, or None (the official `Tool.context_kwarg`)."""
+        return self.signature.context_params[0] if self.signature.context_params else None
+
     def _input_schema(self, declared: dict[str, Any] | None) -> dict[str, Any]:
         """The signature's schema, or the author's own served verbatim (the signature still validates calls)."""
         if declared is None:

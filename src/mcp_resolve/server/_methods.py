@@ -159,7 +159,7 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
     except UnsafeParameter as exc:
         # Answered exactly as an unknown URI: the client learns nothing of which check failed.
         server.log.info("resource read refused: %s", exc)
-        raise _not_found(uri, f"Resource not found: {uri}", context) from None
+        raise _not_found(uri, f"Unknown resource: {uri}", context) from None
     except ResourceError as exc:
         if isinstance(exc, UnexpectedResourceError):
             server.log.error("resource %r raised an unexpected exception", uri, exc_info=exc.__cause__)
@@ -168,7 +168,7 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
         if isinstance(exc, ResourceNotFoundError):
             raise _not_found(uri, str(exc), context) from None
         raise MCPError(INTERNAL_ERROR, str(exc), {"uri": uri}) from None
-    raise _not_found(uri, f"Resource not found: {uri}", context)
+    raise _not_found(uri, f"Unknown resource: {uri}", context)
 
 
 def _not_found(uri: str, message: str, context: Context) -> MCPError:

@@ -1,0 +1,57 @@
+"""Names and answers the official SDK's own server tests rely on, checked against the official SDK.
+
+Each check builds the same thing on both SDKs (or asks both the same
+question) and compares: `Tool.context_kwarg`, a registration error catchable
+as the official's `ValueError`, the "Unknown resource:" wording.
+"""
+
+from __future__ import annotations
+
+import pytest
+from mcp.client import Client as OfficialClient
+from mcp.server import MCPServer as OfficialServer
+from mcp.server.mcpserver import Context as OfficialContext
+from mcp.server.mcpserver.tools import Tool as OfficialTool
+from mcp.shared.exceptions import MCPError as OfficialMCPError
+
+from mcp_resolve import Client, Context, InvalidSignature, MCPError, MCPServer
+from mcp_resolve.tools import Tool
+
+
+def test_tool_context_kwarg_names_the_context_parameter_as_the_official_does() -> None:
+    def plain(x: int) -> int:
+        return x
+
+    def ours_with(x: int, my_ctx: Context) -> int:
+        return x
+
+    def theirs_with(x: int, my_ctx: OfficialContext) -> int:
+        return x
+
+    assert Tool.from_function(plain).context_kwarg == OfficialTool.from_function(plain).context_kwarg is None
+    assert Tool.from_function(ours_with).context_kwarg == "my_ctx"
+    assert OfficialTool.from_function(theirs_with).context_kwarg == "my_ctx"
+
+
+def test_a_registration_error_is_a_value_error_as_the_official_raises() -> None:
+    assert issubclass(InvalidSignature, ValueError)
+    for server in (OfficialServer("t"), MCPServer("t")):
+        with pytest.raises(ValueError):
+
+            @server.resource("static://x")
+            def takes_an_argument(name: str) -> str:
+                return name
+
+
+@pytest.mark.anyio
+async def test_an_unknown_resource_is_worded_as_the_official_words_it() -> None:
+    messages = []
+    async with OfficialClient(OfficialServer("t")) as client:
+        with pytest.raises(OfficialMCPError) as theirs:
+            await client.read_resource("memo://nowhere")
+        messages.append(theirs.value.error.message)
+    async with Client(MCPServer("t")) as ours_client:
+        with pytest.raises(MCPError) as ours:
+            await ours_client.read_resource("memo://nowhere")
+        messages.append(ours.value.message)
+    assert messages == ["Unknown resource: memo://nowhere"] * 2
