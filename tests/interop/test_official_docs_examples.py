@@ -80,7 +80,9 @@ def port(source: str) -> str:
         match = _FROM.match(line)
         if match is not None:
             module = match.group(2)
-            assert module in DOCS_MODULES, f"no rewrite for {module}: add it to DOCS_MODULES and docs/porting.md"
+            assert module in DOCS_MODULES, (
+                f"no rewrite for {module}: add it to DOCS_MODULES and docs/porting.md"
+            )
             line = f"{match.group(1)}from {DOCS_MODULES[module]} import {line[match.end() :]}"
         elif re.match(r"\s*import mcp\b", line):
             raise AssertionError(f"no rewrite for {text!r}")
@@ -188,7 +190,9 @@ def records(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         async with limiter:
             try:
                 with anyio.fail_after(60):
-                    results[(name, mode, observer)] = await observe(script, plans[name], mode, folder / "x.png")
+                    results[(name, mode, observer)] = await observe(
+                        script, plans[name], mode, folder / "x.png"
+                    )
             except Exception as exc:  # raised by the test that needs it
                 results[(name, mode, observer)] = exc
 
