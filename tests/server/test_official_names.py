@@ -7,12 +7,15 @@ as the official's `ValueError`, the "Unknown resource:" wording.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from mcp.client import Client as OfficialClient
 from mcp.server import MCPServer as OfficialServer
 from mcp.server.mcpserver import Context as OfficialContext
 from mcp.server.mcpserver.tools import Tool as OfficialTool
 from mcp.shared.exceptions import MCPError as OfficialMCPError
+from mcp_types import InputRequiredResult
 
 from mcp_resolve import Client, Context, InvalidSignature, MCPError, MCPServer
 from mcp_resolve.tools import Tool
@@ -55,3 +58,33 @@ async def test_an_unknown_resource_is_worded_as_the_official_words_it() -> None:
             await ours_client.read_resource("memo://nowhere")
         messages.append(ours.value.message)
     assert messages == ["Unknown resource: memo://nowhere"] * 2
+
+
+QUESTION = {
+    "ask": {
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": "?", "requestedSchema": {"type": "object", "properties": {}}},
+    }
+}
+
+
+def _hand_made(server: Any) -> Any:
+    @server.tool()
+    def hand_made() -> InputRequiredResult:
+        return InputRequiredResult.model_validate({"inputRequests": QUESTION, "requestState": "s"})
+
+    return server
+
+
+@pytest.mark.anyio
+async def test_an_input_required_result_never_reaches_a_handshake_era_client() -> None:
+    """The official answers -32603 `Handler returned an invalid result`; so do we, saying what to do instead."""
+    async with OfficialClient(_hand_made(OfficialServer("t")), mode="legacy") as client:
+        with pytest.raises(OfficialMCPError) as theirs:
+            await client.call_tool("hand_made", {})
+    async with Client(_hand_made(MCPServer("t")), mode="legacy") as our_client:
+        with pytest.raises(MCPError) as ours:
+            await our_client.call_tool("hand_made", {})
+    assert ours.value.code == theirs.value.error.code == -32603
+    assert ours.value.message.startswith(theirs.value.error.message)
+    assert "Resolve(" in ours.value.message
