@@ -15,7 +15,8 @@ from mcp.server import MCPServer as OfficialServer
 from mcp.server.mcpserver import Context as OfficialContext
 from mcp.server.mcpserver.tools import Tool as OfficialTool
 from mcp.shared.exceptions import MCPError as OfficialMCPError
-from mcp_types import InputRequiredResult
+from mcp_types import InputRequiredResult, SamplingMessage, TextContent
+from pydantic import BaseModel
 
 from mcp_resolve import Client, Context, InvalidSignature, MCPError, MCPServer
 from mcp_resolve.tools import Tool
@@ -88,3 +89,59 @@ async def test_an_input_required_result_never_reaches_a_handshake_era_client() -
     assert ours.value.code == theirs.value.error.code == -32603
     assert ours.value.message.startswith(theirs.value.error.message)
     assert "Resolve(" in ours.value.message
+
+
+class _Name(BaseModel):
+    name: str
+
+
+async def _ask(ctx: Any) -> str:
+    answer = await ctx.elicit("Your name?", _Name)
+    return str(answer.action)
+
+
+async def _sample(ctx: Any) -> str:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text="hi"))
+    result = await ctx.session.create_message([message], max_tokens=5)
+    return str(result.model)
+
+
+async def official_ask(ctx: OfficialContext) -> str:
+    return await _ask(ctx)
+
+
+async def official_sample(ctx: OfficialContext) -> str:
+    return await _sample(ctx)
+
+
+async def our_ask(ctx: Context) -> str:
+    return await _ask(ctx)
+
+
+async def our_sample(ctx: Context) -> str:
+    return await _sample(ctx)
+
+
+def _asks_mid_call(server: Any) -> Any:
+    official = isinstance(server, OfficialServer)
+    server.tool(name="ask")(official_ask if official else our_ask)
+    server.tool(name="sample")(official_sample if official else our_sample)
+    return server
+
+
+@pytest.mark.anyio
+async def test_mid_call_questions_on_2026_07_28_answer_the_official_envelope() -> None:
+    """`ctx.elicit()` and `ctx.session.create_message()` as official examples call them: JSON-RPC -32600 on both."""
+    codes: dict[str, list[int]] = {"ask": [], "sample": []}
+    async with OfficialClient(_asks_mid_call(OfficialServer("t")), mode="auto") as client:
+        for tool in codes:
+            with pytest.raises(OfficialMCPError) as theirs:
+                await client.call_tool(tool, {})
+            codes[tool].append(theirs.value.error.code)
+    async with Client(_asks_mid_call(MCPServer("t")), mode="auto") as our_client:
+        for tool in codes:
+            with pytest.raises(MCPError) as ours:
+                await our_client.call_tool(tool, {})
+            codes[tool].append(ours.value.code)
+            assert "Resolve(" in ours.value.message  # our advice, in the official envelope
+    assert codes == {"ask": [-32600, -32600], "sample": [-32600, -32600]}
