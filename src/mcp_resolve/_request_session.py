@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mcp_types import (
     CreateMessageResult,
     CreateMessageResultWithTools,
+    ElicitResult,
     ListRootsResult,
     ModelPreferences,
     SamplingMessage,
@@ -122,3 +123,21 @@ class RequestSession:
     async def list_roots(self) -> ListRootsResult:
         """Ask the client for its roots mid-call (handshake era); on 2026-07-28 it raises."""
         return await self._context.list_roots()
+
+    async def elicit_url(
+        self, message: str, url: str, elicitation_id: str, related_request_id: Any = None
+    ) -> ElicitResult:
+        """Send the person to `url` mid-call (handshake era), answered as the client's `ElicitResult`.
+
+        The official `ServerSession.elicit_url`; `ctx.elicit_url()` gives the same answer as an
+        outcome. On 2026-07-28 it raises -32600 (raise `UrlElicitationRequiredError` instead).
+        """
+        send = self._scope.send_request
+        if self._scope.era == "modern" or send is None:
+            raise MidCallQuestionUnavailable(
+                "ctx.session.elicit_url() cannot ask the client mid-call on protocol "
+                f"{self._scope.protocol_version}: raise UrlElicitationRequiredError([ElicitRequestURLParams(...)]) "
+                "instead, and the client retries once the person has visited the URL"
+            )
+        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
+        return ElicitResult.model_validate(await send("elicitation/create", params))

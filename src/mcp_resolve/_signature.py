@@ -144,7 +144,7 @@ class HandlerSignature:
                     annotation = Annotated[annotation, Field(alias=param_name)]
             fields[field_name] = (annotation, default)
         if resolved and returns_input_required(fn):
-            raise InvalidSignature(f"{name}: {mixed_flow_message(resolved, declared=True)}")
+            raise InvalidSignature(f"{name} {mixed_flow_message(resolved, declared=True)}")
         model = create_model(f"{name}{model_suffix}", __config__=_ARGUMENT_CONFIG, **fields)
         kind = _RenamingSignature if renamed else cls
         signature = kind(
@@ -235,7 +235,7 @@ class HandlerSignature:
             await self.before_body(context)
         result = await self._run_body({**arguments, **injected}, context)
         if isinstance(result, InputRequiredResult):  # undeclared, so registration could not refuse it
-            raise ToolError(mixed_flow_message(self.resolved_params, declared=False))
+            raise ToolError(f"{self.name} {mixed_flow_message(self.resolved_params, declared=False)}")
         return result
 
     async def _run_body(self, values: dict[str, Any], context: Context) -> Any:

@@ -15,16 +15,18 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from mcp_types import (
+    INVALID_PARAMS,
     ClientCapabilities,
     CreateMessageResult,
     Implementation,
     InputRequiredResult,
+    InputResponses,
     ListRootsResult,
     LoggingLevel,
     SamplingMessage,
 )
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import TypeVar  # TypeVar(default=...) (PEP 696) before Python 3.13
 
 from ._request_session import RequestSession
@@ -36,7 +38,7 @@ from .elicitation import (
     outcome_from_answer,
     url_outcome_from_answer,
 )
-from .errors import MidCallQuestionUnavailable, ToolError
+from .errors import MCPError, MidCallQuestionUnavailable, ToolError
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .resolve.markers import Elicit, ListRoots, Sample
 from .resolve.questions import render_question
@@ -63,6 +65,8 @@ __all__ = [
 LifespanT = TypeVar("LifespanT", default=Any)
 RequestT = TypeVar("RequestT", default=Any)
 ModelT = TypeVar("ModelT", bound=BaseModel)
+
+_INPUT_RESPONSES: TypeAdapter[InputResponses] = TypeAdapter(InputResponses)
 
 LOG_LEVELS: tuple[LoggingLevel, ...] = (
     "debug",
@@ -173,6 +177,11 @@ class _RequestContextView:
     @property
     def access_token(self) -> AccessToken | None:
         return self._scope.access_token
+
+    @property
+    def client_capabilities_dict(self) -> dict[str, Any]:
+        """What the client declared, as sent: for `require_client_extension(ctx.request_context, ...)`."""
+        return self._scope.client_capabilities
 
 
 class Context(Generic[LifespanT, RequestT]):
@@ -333,12 +342,22 @@ class Context(Generic[LifespanT, RequestT]):
         return self._scope.request_state
 
     @property
-    def input_responses(self) -> dict[str, Any]:
-        """The client's answers to the previous round's `inputRequests`, by key.
+    def input_responses(self) -> InputResponses | None:
+        """The client's answers to the previous round's `inputRequests`, by key, typed as the official
+        SDK's are (`ElicitResult`, `CreateMessageResult`, `ListRootsResult`); None on a first round.
 
-        Not covered by the seal: the client wrote them, so validate them.
+        Not covered by the seal: the client wrote them. One that is none of those is the request's
+        error (-32602), as from the official server.
         """
-        return self._scope.input_responses
+        raw = self._scope.input_responses
+        if not raw:
+            return None
+        try:
+            return _INPUT_RESPONSES.validate_python(raw)
+        except ValidationError:
+            raise MCPError(
+                INVALID_PARAMS, "Invalid params: an inputResponses entry is not a response"
+            ) from None
 
     # -- side channels -------------------------------------------------------------------
     async def log(self, level: LoggingLevel, data: Any, *, logger: str | None = None) -> None:

@@ -229,12 +229,12 @@ def outcome_from_answer(
     if action == "cancel":
         return CancelledElicitation()
     if action != "accept":
-        raise ValueError(f"unknown elicitation action {action!r}")
+        raise ValueError(f"Received a non-elicitation response (action {action!r})")
     content = answer.get("content")
     if content is None:  # an accept that carries nothing is no answer, even to a form of optional fields
-        raise ValueError("accepted elicitation with no content")
+        raise ValueError("Received an accepted elicitation with no content")
     if not isinstance(content, dict):
-        raise ValueError("accepted elicitation content must be an object")
+        raise ValueError("Received an accepted elicitation whose content is not an object")
     try:
         data = model.model_validate(content)
     except ValidationError as exc:
@@ -242,6 +242,7 @@ def outcome_from_answer(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()
         )
         raise ValueError(
-            f"accepted content does not match the requested schema ({model.__name__}): {problems}"
+            "Received an accepted elicitation whose content does not match the requested schema "
+            f"({model.__name__}): {problems}"
         ) from None
     return ACCEPTED_ANY(data=data)

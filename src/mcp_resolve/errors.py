@@ -44,6 +44,7 @@ __all__ = [
     "UNSUPPORTED_PROTOCOL_VERSION",
     "InvalidRequestState",
     "InvalidSignature",
+    "InvalidUriTemplate",
     "MCPError",
     "MCPServerError",
     "MidCallQuestionUnavailable",
@@ -109,20 +110,26 @@ class UnexpectedResourceError(ResourceError):
     """
 
 
-class MidCallQuestionUnavailable(ToolError, RuntimeError):
-    """`ctx.elicit`/`sample`/`list_roots` on a request that cannot ask mid-call (2026-07-28).
-
-    A ToolError, so its advice (declare a resolver) reaches whoever reads the
-    result; a RuntimeError, because it is a programming mistake.
-    """
-
-
-class InvalidSignature(Exception):
+class InvalidSignature(ValueError):
     """A tool, prompt, resource or resolver signature the framework cannot honour.
 
     Raised at registration, never mid-call, so a bad server fails before any
-    client connects.
+    client connects. A ValueError, which is what the official SDK raises at
+    registration: code catching either keeps working.
     """
+
+
+class InvalidUriTemplate(InvalidSignature):
+    """A resource URI template that is malformed or uses a form that cannot be matched.
+
+    The official SDK's name (a ValueError there too); `template` is the
+    template as written, `position` where in it the fault is, when known.
+    """
+
+    def __init__(self, message: str, template: str = "", position: int | None = None) -> None:
+        super().__init__(message)
+        self.template = template
+        self.position = position
 
 
 class InvalidRequestState(Exception):
@@ -151,6 +158,18 @@ class MCPError(Exception):
     @classmethod
     def invalid_state(cls) -> MCPError:
         return cls(INVALID_PARAMS, INVALID_STATE_MESSAGE)
+
+
+class MidCallQuestionUnavailable(MCPError, RuntimeError):
+    """`ctx.elicit`/`sample`/`list_roots` on a request that cannot ask mid-call (2026-07-28).
+
+    The JSON-RPC error -32600 (Invalid Request) the official server answers
+    there, with our advice (declare a resolver) as its message; a RuntimeError,
+    because it is a programming mistake.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(INVALID_REQUEST, message)
 
 
 class UrlElicitationRequiredError(MCPError):

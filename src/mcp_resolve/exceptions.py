@@ -12,7 +12,10 @@ port by changing the import:
   2026-07-28, -32002 on the handshake era). From a tool, a tool error result.
   A crash in a resource answers -32603 naming only the URI
   (`UnexpectedResourceError`), its text kept in the server log.
-- `InvalidSignature`: a handler the framework cannot serve, at registration.
+- `InvalidSignature`: a handler the framework cannot serve, at registration (a
+  `ValueError`, as the official raises there); `InvalidUriTemplate`, one of
+  them: a resource URI template that cannot be matched (the official's
+  `mcp.shared.uri_template.InvalidUriTemplate`).
 
 `MCPError` (a JSON-RPC error of your choosing, the official's
 `mcp.shared.exceptions.MCPError`) passes through all of the above unchanged,
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 from .errors import (
     InvalidSignature,
+    InvalidUriTemplate,
     MCPError,
     MCPServerError,
     ResourceError,
@@ -36,6 +40,7 @@ from .errors import (
 
 __all__ = [
     "InvalidSignature",
+    "InvalidUriTemplate",
     "MCPError",
     "MCPServerError",
     "ResourceError",

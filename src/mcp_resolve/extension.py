@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcp_types import CallToolRequestParams
 from mcp_types.methods import SPEC_CLIENT_METHODS
@@ -140,19 +140,26 @@ class Extension:
         return await call_next(ctx)
 
 
+class _DeclaredCapabilities(Protocol):
+    @property
+    def client_capabilities_dict(self) -> dict[str, Any]: ...
+
+
 def require_client_extension(
-    ctx: ServerRequestContext[Any, Any] | Context[Any, Any], identifier: str
+    ctx: ServerRequestContext[Any, Any] | Context[Any, Any] | _DeclaredCapabilities, identifier: str
 ) -> None:
     """Refuse the request (-32021, naming the extension) unless the client declared `identifier`.
 
     Call it from an extension's method handler or interceptor (with their
-    `ctx`), or from a tool (with its `Context`).
+    `ctx`), or from a tool (with its `Context`, or `ctx.request_context` as
+    official code does).
     """
     if isinstance(ctx, ServerRequestContext):
-        declared = (ctx.session.client_capabilities_dict or {}).get("extensions")
-        supported = isinstance(declared, dict) and identifier in declared
+        capabilities = ctx.session.client_capabilities_dict
     else:
-        supported = ctx.client_supports_extension(identifier)
+        capabilities = ctx.client_capabilities_dict
+    declared = (capabilities or {}).get("extensions")
+    supported = isinstance(declared, dict) and identifier in declared
     if not supported:
         raise MCPError(
             MISSING_REQUIRED_CLIENT_CAPABILITY,

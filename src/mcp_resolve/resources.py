@@ -14,23 +14,33 @@ from __future__ import annotations
 
 import base64
 import inspect
-import re
+import json
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
+import anyio
 import pydantic_core
 from mcp_types import Annotations, BlobResourceContents, Icon, InputRequiredResult, TextResourceContents
 from pydantic import BaseModel
 
 from ._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from ._signature import ArgumentError, HandlerSignature, Overrides
+from ._uri_template import UriTemplate
 from .context import Context
 from .errors import InvalidSignature, MCPError, ResourceError, UnexpectedResourceError
 
-__all__ = ["FunctionResource", "Resource", "ResourceTemplate", "UnsafeParameter"]
-
-_VARIABLE = re.compile(r"{(\w+)}")
+__all__ = [
+    "BinaryResource",
+    "DirectoryResource",
+    "FileResource",
+    "FunctionResource",
+    "Resource",
+    "ResourceTemplate",
+    "TextResource",
+    "UnsafeParameter",
+]
 
 
 def _contents(
@@ -68,7 +78,7 @@ def _contents(
     entry["mimeType"] = mime_type or "application/json"
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json", by_alias=True)
-    entry["text"] = pydantic_core.to_json(value, fallback=str).decode()
+    entry["text"] = pydantic_core.to_json(value, fallback=str, indent=2).decode()  # indented, as the official
     return [entry]
 
 
@@ -92,8 +102,8 @@ class _ResourceBase:
         self.uri = uri
         self.name = name or getattr(fn, "__name__", uri)
         self.title = title
-        self.description = description or inspect.getdoc(fn) or ""
-        """Sent even when empty, as the official SDK does."""
+        self.description: str | None = description or inspect.getdoc(fn) or ""
+        """Sent even when empty, as the official SDK does (None, for a ready-made kind without one: not sent)."""
         self.mime_type = mime_type
         self.annotations = (
             Annotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
@@ -108,7 +118,8 @@ class _ResourceBase:
         entry: dict[str, Any] = {uri_key: self.uri, "name": self.name}
         if self.title:
             entry["title"] = self.title
-        entry["description"] = self.description
+        if self.description is not None:
+            entry["description"] = self.description
         entry["mimeType"] = self.mime_type or "text/plain"  # the official's default, named or not
         if self.annotations is not None:
             entry["annotations"] = self.annotations.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -191,6 +202,138 @@ FunctionResource = Resource
 """The official SDK's name for a resource served by a function."""
 
 
+class _ContentResource(Resource):
+    """A resource whose content is not a function of yours: the base of the official SDK's ready-made kinds.
+
+    Each kind is built with the official keywords (`uri`, `name`, `title`,
+    `description`, `mime_type`, `icons`, `annotations`, `meta`, then its own)
+    and served like any resource (`mcp.add_resource(...)`, `MCPServer(resources=[...])`).
+    """
+
+    def __init__(
+        self,
+        *,
+        uri: str,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str = "text/plain",
+        icons: Sequence[Icon | dict[str, Any]] | None = None,
+        annotations: Annotations | dict[str, Any] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(
+            self.load,
+            uri=uri,
+            name=name or uri,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            meta=meta,
+            overrides=Overrides(),
+            icons=icons,
+        )
+        self.description = description  # not the docstring of `load`; left out when None, as by the official
+
+    async def load(self) -> str | bytes:
+        """The content: text, or bytes sent as a base64 blob."""
+        raise NotImplementedError
+
+
+class TextResource(_ContentResource):
+    """A resource with fixed text (the official SDK's `TextResource`)."""
+
+    def __init__(self, *, text: str, **fields: Any) -> None:
+        self.text = text
+        super().__init__(**fields)
+
+    async def load(self) -> str:
+        return self.text
+
+
+class BinaryResource(_ContentResource):
+    """A resource with fixed bytes, sent as a base64 blob (the official SDK's `BinaryResource`)."""
+
+    def __init__(self, *, data: bytes, **fields: Any) -> None:
+        self.data = data  # labelled `text/plain` unless `mime_type` says otherwise, as by the official
+        super().__init__(**fields)
+
+    async def load(self) -> bytes:
+        return self.data
+
+
+def _default_encoding(mime_type: str) -> str | None:
+    """The official's rule: the `charset` the MIME type names, else `utf-8-sig` for text, else bytes."""
+    essence, *parameters = (part.strip() for part in mime_type.split(";"))
+    for parameter in parameters:
+        key, _, value = parameter.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    textual = essence.startswith("text/") or essence.endswith(("/json", "+json", "/xml", "+xml"))
+    return "utf-8-sig" if textual else None
+
+
+_UNSET: Any = object()
+
+
+class FileResource(_ContentResource):
+    """A file read on every `resources/read` (the official SDK's `FileResource`).
+
+    `path` must be absolute. The file is sent as text decoded with `encoding`,
+    or as a blob when `encoding` is None; left out, it follows the MIME type
+    (its `charset`, else `utf-8-sig` for `text/*`, JSON and XML, else bytes).
+    """
+
+    def __init__(self, *, path: str | Path, encoding: str | None = _UNSET, **fields: Any) -> None:
+        self.path = Path(path)
+        if not self.path.is_absolute():
+            raise ValueError("Path must be absolute")
+        super().__init__(**fields)
+        self.encoding = _default_encoding(self.mime_type or "text/plain") if encoding is _UNSET else encoding
+        if self.encoding is not None:
+            try:
+                b"x".decode(self.encoding)
+            except LookupError as exc:  # an unknown codec fails now, not at the first read
+                raise ValueError(str(exc)) from None
+            except UnicodeError:
+                pass
+
+    async def load(self) -> str | bytes:
+        if self.encoding is None:
+            return await anyio.to_thread.run_sync(self.path.read_bytes)
+        return await anyio.to_thread.run_sync(partial(self.path.read_text, encoding=self.encoding))
+
+
+class DirectoryResource(_ContentResource):
+    """A directory's file names as JSON, `{"files": [...]}` (the official SDK's `DirectoryResource`)."""
+
+    def __init__(
+        self, *, path: str | Path, recursive: bool = False, pattern: str | None = None, **fields: Any
+    ) -> None:
+        self.path = Path(path)
+        if not self.path.is_absolute():
+            raise ValueError("Path must be absolute")
+        self.recursive = recursive
+        self.pattern = pattern
+        fields.setdefault("mime_type", "application/json")
+        super().__init__(**fields)
+
+    def list_files(self) -> list[Path]:
+        """The files under `path` (recursively, matching `pattern`, when asked)."""
+        if not self.path.is_dir():
+            raise NotADirectoryError(f"Not a directory: {self.path}")
+        found = (
+            self.path.rglob(self.pattern or "*") if self.recursive else self.path.glob(self.pattern or "*")
+        )
+        return list(found)
+
+    async def load(self) -> str:
+        files = await anyio.to_thread.run_sync(self.list_files)
+        names = [str(f.relative_to(self.path)) for f in files if f.is_file()]
+        return json.dumps({"files": names}, indent=2)
+
+
 class UnsafeParameter(ValueError):
     """A URI matched a template but a value it extracted failed the template's `ResourceSecurity`.
 
@@ -215,37 +358,34 @@ class ResourceTemplate(_ResourceBase):
     def __init__(
         self, fn: Callable[..., Any], *, security: ResourceSecurity = DEFAULT_RESOURCE_SECURITY, **kwargs: Any
     ) -> None:
+        parsed = UriTemplate(kwargs["uri"])  # the template first: its faults are the ones to name
         super().__init__(fn, **kwargs)
         self.security = security
         """The checks every extracted value passes before the function runs."""
-        variables = _VARIABLE.findall(self.uri)
+        self.parsed = parsed
+        """The template's RFC 6570 reading (`_uri_template.py`): its variables and `match`."""
+        variables = self.parsed.variables
         if set(variables) != set(self.signature.argument_names):
             raise InvalidSignature(
                 f"resource template {self.uri}: URI variables {sorted(variables)} must match the function's "
                 f"arguments {sorted(self.signature.argument_names)}"
             )
-        pattern = ""
-        for piece in re.split(r"({\w+})", self.uri):
-            match = _VARIABLE.fullmatch(piece)
-            pattern += f"(?P<{match.group(1)}>[^/]+)" if match else re.escape(piece)
-        self.pattern = re.compile(pattern)
 
     def definition(self) -> dict[str, Any]:
         return self._describe("uriTemplate")
 
-    def match(self, uri: str) -> dict[str, str] | None:
-        """The decoded variables of `uri`, or None when it does not match.
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
+        """The decoded variables of `uri` (a list for an exploded `{/x*}`), or None when it does not match.
 
         Raises UnsafeParameter when it matches but a value fails `self.security`.
         """
-        found = self.pattern.fullmatch(uri)
-        if found is None:
+        variables = self.parsed.match(uri)
+        if variables is None:
             return None
-        variables = {k: unquote(v) for k, v in found.groupdict().items()}
         refused = self.security.validate(variables)
         if refused is not None:
             raise UnsafeParameter(self.uri, refused)
         return variables
 
-    async def read(self, uri: str, variables: dict[str, str], context: Context) -> dict[str, Any]:
+    async def read(self, uri: str, variables: dict[str, str | list[str]], context: Context) -> dict[str, Any]:
         return await self._read(uri, variables, context)

@@ -99,6 +99,9 @@ class Tool:
             ToolAnnotations.model_validate(annotations) if isinstance(annotations, dict) else annotations
         )
         self.single_use = single_use
+        self.detailed_errors = False
+        """Whether a crash's result names the exception's class (`MCPServer(detailed_tool_errors=True)`);
+        by default it reads `Error executing tool NAME`, as the official's does. Set by the registry."""
         self.meta = meta
         self.icons = icons
         self.signature = self._analyse(fn, overrides)
@@ -152,6 +155,11 @@ class Tool:
     def use_overrides(self, overrides: Overrides) -> None:
         """Resolve through `overrides` from now on (a prebuilt tool joining a server)."""
         self.signature.use_overrides(overrides)
+
+    @property
+    def context_kwarg(self) -> str | None:
+        """The name of the parameter that receives the `Context`, or None (the official `Tool.context_kwarg`)."""
+        return self.signature.context_params[0] if self.signature.context_params else None
 
     def _input_schema(self, declared: dict[str, Any] | None) -> dict[str, Any]:
         """The signature's schema, or the author's own served verbatim (the signature still validates calls)."""
@@ -215,7 +223,12 @@ class Tool:
             return error_result(self.name, str(exc))
         except Exception as exc:
             logger.exception("tool %s raised, or its result could not be converted", self.name)
-            return error_result(self.name, _describe_unexpected(exc))
+            if self.detailed_errors:
+                return error_result(self.name, _describe_unexpected(exc))
+            return {
+                "content": [{"type": "text", "text": f"Error executing tool {self.name}"}],
+                "isError": True,
+            }
 
     def convert_result(self, value: Any) -> dict[str, Any]:
         """The tool's return value as its wire result (`output.py` says how)."""

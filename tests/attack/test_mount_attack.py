@@ -190,7 +190,7 @@ async def test_a_mounted_template_serves_only_safe_uris_under_its_prefix(uri: st
     front = MCPServer("Front")
     front.mount(ledger(), prefix="billing")
     async with Client(front, mode="auto") as client:
-        with pytest.raises(Exception, match="Resource not found"):
+        with pytest.raises(Exception, match="Unknown resource"):
             await client.read_resource(uri)
         served = await client.read_resource("files://billing/docs/readme")
     assert served.contents[0].uri == "files://billing/docs/readme"

@@ -230,10 +230,9 @@ async def test_mid_call_questions_on_modern_tell_the_author_to_use_a_resolver(
             **{CLIENT_CAPABILITIES_META_KEY: {"elicitation": {}, "sampling": {}, "roots": {}}}
         )
         reply = await w.call("tools/call", {"name": tool, "arguments": arguments, "_meta": capable})
-    result = reply["result"]
-    assert result["isError"] is True
-    text = result["content"][0]["text"]
-    assert text.startswith(f"Error executing tool {tool}: ")
+    # The official server's envelope (JSON-RPC -32600: no back-channel), with our advice as its message.
+    assert "result" not in reply and reply["error"]["code"] == -32600
+    text = reply["error"]["message"]
     assert "2026-07-28" in text and "Resolve(" in text and marker in text
 
 

@@ -15,7 +15,12 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY, InputRequiredResult
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    PROTOCOL_VERSION_META_KEY,
+    ElicitResult,
+    InputRequiredResult,
+)
 
 from http_helpers import serving
 from mcp_resolve import Context, MCPServer
@@ -43,11 +48,14 @@ def wrapping_server() -> MCPServer:
     async def wrap(title: str, ctx: Context) -> str | InputRequiredResult:
         """Asks by hand: the first round returns the question and a state, the second reads both back."""
         if ctx.request_state is None:
+            assert ctx.input_responses is None  # a first round has none, as with the official SDK
             return InputRequiredResult.model_validate(
                 {"inputRequests": {"wrap": QUESTION}, "requestState": f"asked:{title}"}
             )
+        assert ctx.input_responses is not None
         answer = ctx.input_responses["wrap"]
-        return f"{ctx.request_state} wrap={answer['content']['wrap']} on {ctx.protocol_version}"
+        assert isinstance(answer, ElicitResult) and answer.content is not None  # typed, as the official's
+        return f"{ctx.request_state} wrap={answer.content['wrap']} on {ctx.protocol_version}"
 
     return mcp
 

@@ -661,7 +661,7 @@ async def test_errors_from_prompts_and_resources_are_the_toolsets_mcp_error() ->
     toolset: MCPToolset[Any] = MCPToolset(load_module(CLIENTS_SERVER).mcp)
     async with toolset:
         with pytest.raises(ToolsetMCPError) as raised:
-            await toolset.read_resource("notes://")
+            await toolset.read_resource("notes://a/b")  # no template matches: `{day}` is one segment
     assert isinstance(raised.value, MCPError)  # ours too, so `except mcp_resolve.MCPError` still works
     assert isinstance(raised.value.code, int) and raised.value.message
 

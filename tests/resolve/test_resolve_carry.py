@@ -504,7 +504,7 @@ def test_check_and_graph_say_what_is_carried() -> None:
     text = graph_text([mcp.registry.tools["refund"]])
     assert "price_lookup(order_id)" in text
     lines = {line.split("(")[0].strip().rpartition(".")[2]: line for line in text.splitlines() if "(" in line}
-    assert lines["price_lookup"].endswith("carried across rounds as Quote")
+    assert lines["price_lookup"].endswith("carried across rounds as Quote; cleans up after the body")
     assert lines["handling_fee"].endswith("carried across rounds as int")
     assert "carried" not in lines["ask_scope"]
     assert "carried" not in graph_text([mcp.registry.tools["refund_fresh"]])

@@ -192,7 +192,8 @@ async def test_an_accepted_answer_that_fails_the_schema_is_a_tool_error_naming_t
     assert second["isError"] is True
     text = tool_text(second)
     assert text.startswith("Error executing tool count: Resolver ")
-    assert ":wording_server.<locals>.ask_count received an invalid answer" in text
+    assert ":wording_server.<locals>.ask_count' received an accepted elicitation whose content" in text
+    assert "does not match the requested schema" in text  # the official wording
     assert "n:" in text
 
 
@@ -205,7 +206,8 @@ async def test_a_non_conforming_answer_on_the_handshake_era_is_a_tool_error_nami
     async with Client(server, mode="legacy", elicitation_handler=answer) as client:
         result = await client.call_tool("count", {})
         assert result.is_error is True
-        assert "ask_count received an invalid answer" in result.content[0].text  # type: ignore[union-attr]
+        text = result.content[0].text  # type: ignore[union-attr]
+        assert "ask_count' received an accepted elicitation whose content does not match" in text
         assert (await client.call_tool("count", {})).is_error is True  # the connection keeps serving
 
 
@@ -634,3 +636,73 @@ async def test_resolver_failures_are_tool_errors(mode: str) -> None:
         assert asks.is_error is True
         assert "could not answer elicitation/create for resolver" in asks.content[0].text  # type: ignore[union-attr]
         assert ":failing_server.<locals>.ask" in asks.content[0].text  # type: ignore[union-attr]
+
+
+# -- the official SDK's wording for a bad answer ----------------------------------------------
+@pytest.mark.parametrize(
+    ("answer", "phrase"),
+    [
+        ({"action": "maybe"}, "received a non-elicitation response"),
+        ({"action": "accept"}, "received an accepted elicitation with no content"),
+        (
+            {"action": "accept", "content": {"n": "many"}},
+            "received an accepted elicitation whose content does not match the requested schema",
+        ),
+    ],
+    ids=["not-elicitation", "no-content", "wrong-content"],
+)
+async def test_a_bad_elicitation_answer_is_worded_as_the_official_sdk_words_it(
+    answer: dict[str, Any], phrase: str
+) -> None:
+    server, _wording = wording_server()
+    async with wire(server) as client:
+        first = await client.call("count", {})
+        key, _question = only_question(first)
+        second = await client.call(
+            "count", {}, inputResponses={key: answer}, requestState=first["requestState"]
+        )
+    assert second["isError"] is True
+    text = tool_text(second)
+    assert text.startswith("Error executing tool count: Resolver '") and phrase in text
+
+
+async def test_a_sampling_answer_of_the_wrong_shape_is_a_response_of_the_wrong_kind() -> None:
+    server = MCPServer("sampler")
+
+    async def ask() -> Sample:
+        return Sample("A word?", max_tokens=5)
+
+    @server.tool()
+    async def word(said: Annotated[CreateMessageResult, Resolve(ask)]) -> str:
+        return "unreachable"
+
+    async with wire(server, {"sampling": {}}) as client:
+        first = await client.call("word", {})
+        key, _question = only_question(first)
+        second = await client.call(
+            "word", {}, inputResponses={key: {"role": "assistant"}}, requestState=first["requestState"]
+        )
+    assert "received a response of the wrong kind" in tool_text(second)
+
+
+def test_registration_errors_use_the_official_wording() -> None:
+    """The phrases the official SDK's own tests match on, raised by ours for the same code."""
+    from mcp_types import InputRequiredResult
+
+    from mcp_resolve import InvalidSignature
+
+    async def ask() -> Elicit[Count]:
+        return Elicit("How many?", Count)
+
+    server = MCPServer("wording")
+    with pytest.raises(InvalidSignature, match=r"combines Resolve\(\.\.\.\) parameters"):
+
+        @server.tool()
+        async def mixed(n: Annotated[Count, Resolve(ask)]) -> InputRequiredResult:
+            raise NotImplementedError
+
+    with pytest.raises(InvalidSignature, match="wraps `Resolve"):
+
+        @server.tool()
+        async def buried(n: Annotated[Count, Resolve(ask)] | None = None) -> str:
+            raise NotImplementedError

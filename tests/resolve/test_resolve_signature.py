@@ -158,7 +158,8 @@ def test_resolve_inside_a_union_on_a_resolver_parameter() -> None:
 
     message = message_of(tool)
     assert ":buried_in_resolver (filling parameter 'n')" in message
-    assert "parameter 'maybe' hides Resolve(" in message and ":looked_up)" in message
+    assert "parameter 'maybe' wraps `Resolve" in message  # the official wording
+    assert "hides Resolve(" in message and ":looked_up)" in message
 
 
 @pytest.mark.parametrize("resolver", [two_arms, roots_or_elicit])

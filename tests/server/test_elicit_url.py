@@ -7,9 +7,16 @@ snippet); here, what the error carries and where `ctx.elicit_url` refuses.
 
 from __future__ import annotations
 
-import pytest
-from mcp_types import URL_ELICITATION_REQUIRED, ElicitRequestURLParams
+from typing import Any
 
+import pytest
+from mcp.client import Client as OfficialClient
+from mcp.server import MCPServer as OfficialServer
+from mcp.server.mcpserver import Context as OfficialContext
+from mcp.shared.exceptions import MCPError as OfficialMCPError
+from mcp_types import URL_ELICITATION_REQUIRED, ElicitRequestURLParams, ElicitResult
+
+from http_helpers import http_server
 from mcp_resolve import Client, Context, MCPError, MCPServer
 from mcp_resolve.exceptions import UrlElicitationRequiredError
 
@@ -71,8 +78,48 @@ def test_the_error_keeps_its_elicitations_and_takes_a_message() -> None:
 async def test_elicit_url_mid_call_is_refused_on_2026_07_28_pointing_at_the_error() -> None:
     async with Client(_server(), mode="auto") as client:
         assert client.protocol_version == "2026-07-28"
-        result = await client.call_tool("pay", {})
-    assert result.is_error is True
-    text = result.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("pay", {})
+    assert refused.value.code == -32600
+    text = refused.value.message
     assert "ctx.elicit_url() cannot ask the client mid-call on protocol 2026-07-28" in text
     assert "UrlElicitationRequiredError" in text
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_session_elicit_url_answers_as_the_official_session_does(mode: str) -> None:
+    """`ctx.session.elicit_url(...)`, as official code calls it: the ElicitResult mid-call, -32600 on 2026-07-28."""
+    official, ours = OfficialServer("url"), MCPServer("url")
+
+    @official.tool()
+    async def visit(ctx: OfficialContext) -> str:
+        result = await ctx.session.elicit_url("Pay here", "https://pay.example/", "e-9")
+        return f"{type(result).__name__} {result.action}"
+
+    @ours.tool()
+    async def visit_ours(ctx: Context) -> str:
+        result = await ctx.session.elicit_url("Pay here", "https://pay.example/", "e-9")
+        return f"{type(result).__name__} {result.action}"
+
+    asked: list[Any] = []
+
+    async def official_answer(context: Any, params: Any) -> ElicitResult:
+        asked.append(params.url)
+        return ElicitResult(action="accept")
+
+    async with OfficialClient(official, mode=mode, elicitation_callback=official_answer) as client:
+        try:
+            theirs: Any = (await client.call_tool("visit", {})).content[0].text  # type: ignore[union-attr]
+        except OfficialMCPError as exc:
+            theirs = exc.error.code
+    async with (  # the official client, which answers URL-mode questions, over HTTP
+        http_server(ours.streamable_http_app()) as base,
+        OfficialClient(f"{base}/mcp", mode=mode, elicitation_callback=official_answer) as client,
+    ):
+        try:
+            got: Any = (await client.call_tool("visit_ours", {})).content[0].text  # type: ignore[union-attr]
+        except OfficialMCPError as exc:
+            got = exc.error.code
+    assert got == theirs == ("ElicitResult accept" if mode == "legacy" else -32600)
+    assert asked == (["https://pay.example/"] * 2 if mode == "legacy" else [])

@@ -140,14 +140,11 @@ async def test_the_official_client_gets_the_same_answers_from_both_servers(
     assert got["static://crash"]["message"] == "Error reading resource static://crash"
     assert got["doc://protocol"] == {"code": -32001, "message": "Custom failure", "data": {"why": "because"}}
 
-    # Tools: anticipated failures read the same; a crash withholds its text on both (worded differently).
-    for kind in ["tool", "resource", "not-found", "fine"]:
+    # Tools: anticipated failures read the same, and a crash withholds its text on both in the same words.
+    for kind in ["tool", "resource", "not-found", "crash", "fine"]:
         assert got[kind] == expected[kind], kind
     assert got["resource"] == (True, "Error executing tool act: The resource it needed failed")
-    assert expected["crash"] == (True, "Error executing tool act")
-    assert got["crash"][0] is True and got["crash"][1].startswith(
-        "Error executing tool act: unexpected error (ValueError)"
-    )
+    assert got["crash"] == (True, "Error executing tool act")
 
     assert SECRET not in str(got)
     # The server log has the crashes (with their tracebacks) and the anticipated failures at INFO.
@@ -172,3 +169,20 @@ async def test_direct_calls_raise_what_the_official_raises() -> None:
             assert str(anticipated.value).startswith("Error executing tool act: ")
         with pytest.raises(errors.MCPServerError):
             await server.call_tool("act", {"kind": "crash"})
+
+
+async def test_detailed_tool_errors_names_the_crash_class_and_still_withholds_its_text(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The opt-in: `MCPServer(detailed_tool_errors=True)` adds the exception's class, never its message."""
+    mine = define(MCPServer("errors", detailed_tool_errors=True), ours, ours.MCPError)
+    with caplog.at_level(logging.ERROR, logger="mcp_resolve"):
+        async with mcp_resolve.Client(mine) as client:
+            crash = await client.call_tool("act", {"kind": "crash"})
+            tool = await client.call_tool("act", {"kind": "tool"})
+    assert crash.is_error is True
+    assert crash.content[0].text == (  # type: ignore[union-attr]
+        "Error executing tool act: unexpected error (ValueError); the details are in the server log"
+    )
+    assert tool.content[0].text == "Error executing tool act: Cannot do that"  # type: ignore[union-attr]
+    assert any(r.exc_info and SECRET in str(r.exc_info[1]) for r in caplog.records)  # the log line stays

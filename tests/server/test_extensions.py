@@ -137,12 +137,14 @@ def test_the_extension_method_over_stdio_on_both_eras_and_malformed_declarations
     assert code == 0
 
 
-async def test_require_client_extension_from_a_tool_context() -> None:
+@pytest.mark.parametrize("through", ["context", "request_context"])
+async def test_require_client_extension_from_a_tool_context(through: str) -> None:
+    """With the tool's Context, or `ctx.request_context` as the official SDK's own tests call it."""
     mcp = MCPServer("tools")
 
     @mcp.tool()
     def needs(ctx: Context) -> str:
-        require_client_extension(ctx, ECHO)
+        require_client_extension(ctx if through == "context" else ctx.request_context, ECHO)
         return "ok"
 
     async with connect_in_memory(mcp) as pipe:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp_types import CreateMessageResult, CreateMessageResultWithTools, SamplingMessage, TextContent, Tool
 
-from mcp_resolve import Client, Context, MCPServer
+from mcp_resolve import Client, Context, MCPError, MCPServer
 from servers.raw_stdio import RawStdio, modern_meta
 
 SERVER = """
@@ -121,8 +121,9 @@ async def test_create_message_is_refused_on_2026_07_28_and_names_the_resolver_to
     ASKED.clear()
     async with Client(_sampling_server(), mode="auto", sampling_handler=_sample) as client:
         assert client.protocol_version == "2026-07-28"
-        result = await client.call_tool("poem", {})
-    assert result.is_error is True and ASKED == []
-    text = result.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("poem", {})
+    assert refused.value.code == -32600 and ASKED == []  # the official's envelope, our advice
+    text = refused.value.message
     assert "ctx.session.create_message() cannot ask the client mid-call on protocol 2026-07-28" in text
     assert "Sample(...)" in text

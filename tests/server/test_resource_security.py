@@ -109,8 +109,9 @@ async def test_default_policy_refuses_what_the_official_refuses_before_the_funct
     code = -32602 if mode == "auto" else -32002
     for value in HOSTILE:
         uri = f"file://docs/{value}"
-        assert got[value] == ("error", code, f"Resource not found: {uri}", {"uri": uri})
+        assert got[value] == ("error", code, f"Unknown resource: {uri}", {"uri": uri})
         assert expected[value][1] == -32602 and expected[value][3] == {"uri": uri}
+        assert expected[value][2] == got[value][2]  # the official's words: "Unknown resource: URI"
 
 
 @pytest.mark.slow

@@ -155,7 +155,8 @@ def build(env: Mapping[str, str]) -> MCPServer:
             return InputRequiredResult.model_validate(
                 {"inputRequests": {"confirm": question}, "requestState": f"manual-plaintext:{step}"}
             )
-        answer = ctx.input_responses.get("confirm")
+        typed = (ctx.input_responses or {}).get("confirm")  # an ElicitResult, as the official types it
+        answer = typed.model_dump(exclude_none=True) if typed is not None else None
         text = f"state={ctx.request_state} answer={answer}"
         return CallToolResult(content=[TextContent(type="text", text=text)])
 

@@ -325,8 +325,9 @@ class Proxy:
                 upstream["_meta"] = {CLIENT_CAPABILITIES: context.client_capabilities_dict}
                 if state is not None and state.get(_UPSTREAM_STATE) is not None:
                     upstream["requestState"] = state[_UPSTREAM_STATE]
-                if context.input_responses:  # whether answers without a round count is the target's policy
-                    upstream["inputResponses"] = context.input_responses
+                answers = context.request_scope.input_responses  # as the client wrote them, for the target
+                if answers:  # whether answers without a round count is the target's policy
+                    upstream["inputResponses"] = answers
             lane.start(relay, method, upstream)
         relay.context = context
         try:
@@ -348,7 +349,7 @@ class Proxy:
         relay = self.pool.unpark(relay_id, context.request_scope.principal)
         if relay is None:
             raise UpstreamError("this call waited too long for its answers and was ended; call again")
-        responses = context.input_responses
+        responses = context.request_scope.input_responses  # wire dicts, as the target reads them
         for key, question in list(relay.open.items()):
             answer = responses.get(key)
             if isinstance(answer, dict):

@@ -235,9 +235,9 @@ def parameter_resolver(
     buried = _buried_resolve(annotation) if annotation is not None else None
     if buried is not None:
         raise InvalidSignature(
-            f"{where}: parameter {name!r} hides Resolve({callable_name(buried.fn)}) inside a "
-            "union or generic, where it cannot be filled; annotate it as Annotated[T, Resolve(fn)] at the "
-            "top level (use ElicitationResult[T] as T to receive a decline)"
+            f"{where}: parameter {name!r} wraps `Resolve(...)` in a union or generic: it hides "
+            f"Resolve({callable_name(buried.fn)}) where it cannot be filled; annotate it as "
+            "Annotated[T, Resolve(fn)] at the top level (use ElicitationResult[T] as T to receive a decline)"
         )
     default = param.default
     from_default = default if isinstance(default, Resolve) else None
@@ -371,8 +371,8 @@ def mixed_flow_message(resolved_params: ResolvedParameters, *, declared: bool) -
     parameter, (marker, _wants_union) = next(iter(resolved_params.items()))
     found = "the return annotation declares one" if declared else "the body returned one"
     return (
-        "Resolve(...) parameters cannot be combined with an InputRequiredResult return: parameter "
-        f"{parameter!r} is filled by Resolve({callable_name(marker.fn)}) and {found}; a call has one "
+        "combines Resolve(...) parameters with an InputRequiredResult return (the official wording): "
+        f"parameter {parameter!r} is filled by Resolve({callable_name(marker.fn)}) and {found}; a call has one "
         "inputResponses/requestState channel, so its rounds are driven by resolvers or by the body, not "
         "both (let a resolver return Elicit, Sample or ListRoots instead)"
     )

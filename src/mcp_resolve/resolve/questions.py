@@ -110,8 +110,10 @@ def has_capability(declared: dict[str, Any] | None, required: dict[str, Any]) ->
 
 def parse_answer(marker: QuestionMarker, answer: Any) -> Any:
     """Validate a client's answer; raise ValueError with a readable reason if it does not conform."""
+    # The official SDK's wording ("Received a non-elicitation response", "... of the wrong kind").
     if not isinstance(answer, dict):
-        raise ValueError("the answer is not an object")
+        kind = "non-elicitation response" if isinstance(marker, Elicit) else "response of the wrong kind"
+        raise ValueError(f"Received a {kind} (not an object)")
     try:
         if isinstance(marker, Elicit):
             return outcome_from_answer(marker.schema, answer)
@@ -122,4 +124,4 @@ def parse_answer(marker: QuestionMarker, answer: Any) -> Any:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(root)"
-        raise ValueError(f"{where}: {first['msg']}") from None
+        raise ValueError(f"Received a response of the wrong kind ({where}: {first['msg']})") from None

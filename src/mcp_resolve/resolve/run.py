@@ -485,7 +485,8 @@ class _CallRun:
         try:
             return parse_answer(value, answer)
         except ValueError as exc:
-            raise ToolError(f"Resolver {plan.name} received an invalid answer: {exc}") from None
+            reason = str(exc)  # "Received ...", the official wording, after the resolver's name
+            raise ToolError(f"Resolver {plan.name!r} {reason[:1].lower()}{reason[1:]}") from None
 
 
 class _ObservedRun(_CallRun):

@@ -73,10 +73,7 @@ async def call_tool_directly(
         raise ToolError(f"Error executing tool {name}: {exc}") from exc
     except Exception as exc:
         # The wire withholds an unexpected exception's text; so does this, and the test has it as the cause.
-        raise UnexpectedToolError(
-            f"Error executing tool {name}: unexpected error ({type(exc).__name__}); "
-            "the original exception is this error's __cause__"
-        ) from exc
+        raise UnexpectedToolError(f"Error executing tool {name}") from exc  # the official text
     if isinstance(value, (CallToolResult, InputRequiredResult)):
         return value
     return CallToolResult.model_validate(tool.convert_result(value))

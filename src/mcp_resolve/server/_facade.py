@@ -164,6 +164,7 @@ class MCPServer:
         dependencies: Sequence[str] | None = None,
         extensions: Sequence[Extension] | None = None,
         middleware: Sequence[ServerMiddleware[Any]] | None = None,
+        detailed_tool_errors: bool = False,
     ) -> None:
         """The positional order is the official SDK's (name, title, description, instructions,
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
@@ -194,6 +195,9 @@ class MCPServer:
         )
         """What this server offers, by name: `registry.tool(name)`, `registry.tools`, `.resources`,
         `.templates`, `.prompts` (read-only; register with the decorators)."""
+        # A crashed tool answers `Error executing tool NAME` (the official text); True adds the
+        # exception's class name: `...: unexpected error (ValueError); the details are in the server log`.
+        self.registry.detailed_tool_errors = detailed_tool_errors
         self.log_level = log_level
         """The level `run()` gives the `mcp_resolve` loggers; None: MCP_RESOLVE_LOG_LEVEL, else INFO."""
         if log_level is not None:

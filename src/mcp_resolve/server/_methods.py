@@ -128,7 +128,24 @@ async def call_tool(server: MCPServer, params: dict[str, Any], context: Context)
             raise MCPError(HEADER_MISMATCH, f"Header mismatch: {exc}") from None
     if tool.task_support is not None:
         return await _task_support(server, tool).call_tool(tool, arguments, context)
-    return await tool.call(arguments, context)
+    return _readable(await tool.call(arguments, context), f"tool {name}", context)
+
+
+def _readable(result: dict[str, Any], what: str, context: Context) -> dict[str, Any]:
+    """`result`, unless it is an InputRequiredResult a handshake-era client cannot read.
+
+    Only 2026-07-28 has `input_required` results. Before it the official server
+    answers a handler's InputRequiredResult with -32603 `Handler returned an
+    invalid result`: the same error here, with what to do instead.
+    """
+    if context.is_modern or "inputRequests" not in result:
+        return result
+    raise MCPError(
+        INTERNAL_ERROR,
+        f"Handler returned an invalid result: {what} returned an InputRequiredResult, which a "
+        f"{context.protocol_version} client cannot read; ask through a Resolve(...) resolver, which asks "
+        "on either era",
+    )
 
 
 def _task_support(server: MCPServer, tool: Tool) -> TaskSupport:
@@ -149,17 +166,17 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
     try:
         resource = registry.resources.get(uri)
         if resource is not None:
-            return await resource.read(context)
+            return _readable(await resource.read(context), f"resource {uri}", context)
         for template in registry.templates.values():
             variables = template.match(uri)
             if variables is not None:
-                return await template.read(uri, variables, context)
+                return _readable(await template.read(uri, variables, context), f"resource {uri}", context)
     except ArgumentError as exc:
         raise MCPError(INVALID_PARAMS, f"Invalid params for resource {uri}: {exc}") from None
     except UnsafeParameter as exc:
         # Answered exactly as an unknown URI: the client learns nothing of which check failed.
         server.log.info("resource read refused: %s", exc)
-        raise _not_found(uri, f"Resource not found: {uri}", context) from None
+        raise _not_found(uri, f"Unknown resource: {uri}", context) from None
     except ResourceError as exc:
         if isinstance(exc, UnexpectedResourceError):
             server.log.error("resource %r raised an unexpected exception", uri, exc_info=exc.__cause__)
@@ -168,7 +185,7 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
         if isinstance(exc, ResourceNotFoundError):
             raise _not_found(uri, str(exc), context) from None
         raise MCPError(INTERNAL_ERROR, str(exc), {"uri": uri}) from None
-    raise _not_found(uri, f"Resource not found: {uri}", context)
+    raise _not_found(uri, f"Unknown resource: {uri}", context)
 
 
 def _not_found(uri: str, message: str, context: Context) -> MCPError:

@@ -425,11 +425,11 @@ class MountedTemplate(ResourceTemplate):
             definition["_meta"] = self.meta
         return definition
 
-    def match(self, uri: str) -> dict[str, str] | None:
+    def match(self, uri: str) -> dict[str, str | list[str]] | None:
         original = self.mount.original_uri(uri)
         return None if original is None else self.source.match(original)
 
-    async def read(self, uri: str, variables: dict[str, str], context: Context) -> dict[str, Any]:
+    async def read(self, uri: str, variables: dict[str, str | list[str]], context: Context) -> dict[str, Any]:
         original = self.mount.original_uri(uri) or uri
 
         async def inner(params: dict[str, Any], context: Context) -> dict[str, Any]:

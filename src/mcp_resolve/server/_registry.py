@@ -100,6 +100,8 @@ class Registry:
         self._watchers: list[Watcher] = []
         self._owners: dict[Slot, object] = {}
         """The slots a mount filed, and which mount (told apart by identity; `str()` names it in errors)."""
+        self.detailed_tool_errors = False
+        """Given to every tool filed from now on (`Tool.detailed_errors`)."""
 
     # -- lookups -----------------------------------------------------------------------------
     def tool(self, name: str) -> Tool | None:
@@ -137,6 +139,7 @@ class Registry:
 
     # -- filing ------------------------------------------------------------------------------
     def add_tool(self, tool: Tool) -> None:
+        tool.detailed_errors = self.detailed_tool_errors
         self._file(tool)
 
     def add_resource(self, resource: Resource | ResourceTemplate) -> None:
