@@ -284,10 +284,11 @@ class Connection:
             if request.peer is None:
                 request.peer = self.peer
             return await modern.respond(self.server, request, meta, sink, self.principal, headers)
-        if watch is None and self.server.telemetry is not None:
+        telemetry = self.server.telemetry
+        if watch is None and telemetry is not None and telemetry.active:
             headers = request.headers if request.headers is not None else self.headers
             version = None if self.handshake is None else self.handshake.protocol_version
-            return await self.server.telemetry.observe(
+            return await telemetry.observe(
                 request,
                 meta,
                 headers,

@@ -43,6 +43,7 @@ from ._deployment import Deployment, choose_deployment
 from ._direct import call_tool_directly
 from ._methods import Handler, method_table
 from ._registry import Registry
+from ._tracing import telemetry_wanted, trace_by_default
 from .hooks import TaskSupport, install_builtins
 
 if TYPE_CHECKING:
@@ -111,8 +112,10 @@ class MCPServer:
     """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
 
     telemetry: ServerTelemetry | None = None
-    """Observes every request (OpenTelemetry spans and metrics) once `mcp_resolve.telemetry.instrument`
-    set it. None by default: each request then costs one check, and OpenTelemetry is never imported."""
+    """Observes every request (OpenTelemetry spans and metrics). Set at construction whenever
+    `opentelemetry-api` is installed (it then observes once a global provider is configured), or by
+    `mcp_resolve.telemetry.instrument` for explicit providers. None with `telemetry=False`,
+    MCP_RESOLVE_TELEMETRY=false, or without OpenTelemetry, which is then never imported."""
 
     def __init__(
         self,
@@ -150,9 +153,13 @@ class MCPServer:
         dependencies: Sequence[str] | None = None,
         extensions: Sequence[Extension] | None = None,
         middleware: Sequence[ServerMiddleware[Any]] | None = None,
+        telemetry: bool | None = None,
     ) -> None:
         """The positional order is the official SDK's (name, title, description, instructions,
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
+
+        `telemetry=False` turns off the OpenTelemetry spans and metrics every server emits once an SDK
+        is configured (None: MCP_RESOLVE_TELEMETRY, on by default; docs/observability.md).
         """
         if auth_server_provider is not None:
             token_verifier, auth = _provider_protection(auth_server_provider, token_verifier, auth)
@@ -244,6 +251,8 @@ class MCPServer:
             from ..extension import apply_extensions
 
             self.extension_settings = apply_extensions(self, extensions)
+        if telemetry_wanted(telemetry):
+            trace_by_default(self)
 
     # -- the deployment: these read and set `deployment` ------------------------------------
     @property

@@ -1,10 +1,12 @@
 """OpenTelemetry traces and metrics for an MCP server: each request, each resolver, each question, each round.
 
-Opt-in per server: `instrument(mcp)` sets `mcp.telemetry`, and only then does
-the protocol layer call in here. Nothing else in mcp_resolve imports this
-package (the client loads it only once its caller has loaded OpenTelemetry), so
-a server without `mcp-resolve[otel]` never imports OpenTelemetry, and an
-uninstrumented one pays one attribute check a request.
+On by default: every server built where `opentelemetry-api` is installed gets
+a `Telemetry` (`instrument_by_default`), which observes requests once a global
+tracer or meter provider is set; `instrument(mcp, tracer_provider=...)` names
+providers explicitly. The server module imports this package only when
+OpenTelemetry is installed (and the client only once its caller has loaded
+OpenTelemetry), so without `mcp-resolve[otel]` nothing of it is imported; a
+request costs one check while no SDK is configured, or with `telemetry=False`.
 
 What is recorded, and why it is shaped so (docs/observability.md has the list):
 
@@ -65,7 +67,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the import test in
         f"{exc}; mcp_resolve.telemetry needs OpenTelemetry: pip install 'mcp-resolve[otel]'"
     ) from exc
 
-from .entry import INSTRUMENTATION_NAME, Telemetry, instrument, uninstrument
+from .entry import INSTRUMENTATION_NAME, Telemetry, instrument, instrument_by_default, uninstrument
 from .propagation import inject_trace_context
 
 __all__ = [
@@ -73,5 +75,6 @@ __all__ = [
     "Telemetry",
     "inject_trace_context",
     "instrument",
+    "instrument_by_default",
     "uninstrument",
 ]
