@@ -44,7 +44,7 @@ from .handlers import (
     hear,
 )
 from .listing import list_items
-from .meta import callers_meta, era_meta, traced
+from .meta import callers_meta, era_meta
 from .negotiation import Mode, check_mode, negotiate
 from .rounds import run_rounds
 from .session import ClientSession, NotificationHandler
@@ -275,7 +275,7 @@ class Client:
         if self.progress_handler is not None and method in ("tools/call", "resources/read", "prompts/get"):
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
-        return await self._require_session().request(method, traced(params))
+        return await self._require_session().request(method, params)
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send one notification, as it is (no `_meta` is added on either era); there is no answer.

@@ -103,6 +103,10 @@ class ServerTelemetry(Protocol):
         """
         ...
 
+    def session_ended(self, duration: float, protocol_version: str | None, *, http: bool) -> None:
+        """Record a handshake-era session's length in seconds (`mcp.server.session.duration`)."""
+        ...
+
     def task_refused(self, reason: str, stage: str) -> None:
         """Count a task write the store's bounds refused (`TaskRunner.refused` says what the names mean)."""
         ...

@@ -52,7 +52,8 @@ The modules, each one part of that: `entry` (`instrument`, and the
 `watch` (what a span sees while its request is served, and how it ends),
 `resolvers` (resolver and question spans), `rounds` (a task's background
 rounds), `sealed_trace` (what rides in requestState between rounds),
-`propagation` (W3C trace context in and out), `instruments` (the metrics),
+`propagation` (W3C trace context in and out), `client` (a `Client` request's
+span), `sdk` (whether a global provider is set), `instruments` (the metrics),
 `attributes` (the names recorded, and the bounds on what a client sends).
 """
 
@@ -67,6 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the import test in
         f"{exc}; mcp_resolve.telemetry needs OpenTelemetry: pip install 'mcp-resolve[otel]'"
     ) from exc
 
+from .client import observe_client_request
 from .entry import INSTRUMENTATION_NAME, Telemetry, instrument, instrument_by_default, uninstrument
 from .propagation import inject_trace_context
 
@@ -76,5 +78,6 @@ __all__ = [
     "inject_trace_context",
     "instrument",
     "instrument_by_default",
+    "observe_client_request",
     "uninstrument",
 ]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry import metrics, trace
 
 from . import instruments
-from .attributes import TASK_REFUSAL_REASON, TASK_REFUSAL_STAGE
+from .attributes import KNOWN_VERSIONS, PROTOCOL_VERSION, TASK_REFUSAL_REASON, TASK_REFUSAL_STAGE
 from .requests import observe_request
 from .rounds import observe_task_round
 from .sdk import globals_configured, load_named_providers
@@ -119,6 +119,7 @@ class Telemetry:
         self.tracer = trace.get_tracer(INSTRUMENTATION_NAME, __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter(INSTRUMENTATION_NAME, __version__, meter_provider=meter_provider)
         self.operation_duration = instruments.operation_duration(meter)
+        self.session_duration = instruments.session_duration(meter)
         self.resolver_duration = instruments.resolver_duration(meter)
         self.rounds = instruments.rounds(meter)
         self.questions = instruments.questions(meter)
@@ -152,6 +153,15 @@ class Telemetry:
         return await observe_request(
             self, request, meta, headers, respond, modern=modern, protocol_version=protocol_version
         )
+
+    def session_ended(self, duration: float, protocol_version: str | None, *, http: bool) -> None:
+        """A handshake-era session closed after `duration` seconds: `mcp.server.session.duration`."""
+        attributes: dict[str, Any] = {"network.transport": "tcp" if http else "pipe"}
+        if http:
+            attributes["network.protocol.name"] = "http"
+        if protocol_version in KNOWN_VERSIONS:
+            attributes[PROTOCOL_VERSION] = protocol_version
+        self.session_duration.record(duration, attributes)
 
     def task_refused(self, reason: str, stage: str) -> None:
         """A task write refused: `reason` the bound (a `TaskOptions` name, or "too_large"), `stage` where."""

@@ -70,9 +70,7 @@ async def respond(
     if watch is None and telemetry is not None and telemetry.active:
         again = partial(respond, server, request, meta, sink, principal, headers)
         version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
-        return await telemetry.observe(
-            request, meta, headers, again, modern=True, protocol_version=version
-        )
+        return await telemetry.observe(request, meta, headers, again, modern=True, protocol_version=version)
     once = SingleUse()
     method, params = request.method, request.params
     try:
