@@ -112,10 +112,10 @@ class MCPServer:
     """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
 
     telemetry: ServerTelemetry | None = None
-    """Observes every request (OpenTelemetry spans and metrics). Set at construction whenever
-    `opentelemetry-api` is installed (it then observes once a global provider is configured), or by
-    `mcp_resolve.telemetry.instrument` for explicit providers. None with `telemetry=False`,
-    MCP_RESOLVE_TELEMETRY=false, or without OpenTelemetry, which is then never imported."""
+    """Observes every request (OpenTelemetry spans and metrics). Set at construction: it observes once
+    the process has configured OpenTelemetry (a global provider), importing nothing before the process
+    imports it; `mcp_resolve.telemetry.instrument` sets one with explicit providers. None with
+    `telemetry=False` or MCP_RESOLVE_TELEMETRY=false: each request then costs one check."""
 
     def __init__(
         self,
