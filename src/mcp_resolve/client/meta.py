@@ -65,7 +65,7 @@ def request_observer() -> ClientRequestObserver | None:
     if _TRACING not in sys.modules:
         return None
     try:
-        from ..telemetry import observe_client_request
+        from ..telemetry.client import observe_client_request
     except ImportError:  # OpenTelemetry half there (its trace module, not its API): nothing to send
         return None
     return observe_client_request

@@ -84,7 +84,7 @@ class DefaultTelemetry:
     def load(self) -> ServerTelemetry | None:
         """Build the real telemetry (OpenTelemetry is importable); None when it cannot be."""
         try:
-            from ..telemetry import instrument_by_default
+            from ..telemetry.entry import instrument_by_default
         except ImportError:  # only part of OpenTelemetry there: stay silent, as without it
             self._server.telemetry = None
             return None

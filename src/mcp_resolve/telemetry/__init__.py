@@ -68,8 +68,7 @@ except ImportError as exc:  # pragma: no cover - exercised by the import test in
         f"{exc}; mcp_resolve.telemetry needs OpenTelemetry: pip install 'mcp-resolve[otel]'"
     ) from exc
 
-from .client import observe_client_request
-from .entry import INSTRUMENTATION_NAME, Telemetry, instrument, instrument_by_default, uninstrument
+from .entry import INSTRUMENTATION_NAME, Telemetry, instrument, uninstrument
 from .propagation import inject_trace_context
 
 __all__ = [
@@ -77,7 +76,5 @@ __all__ = [
     "Telemetry",
     "inject_trace_context",
     "instrument",
-    "instrument_by_default",
-    "observe_client_request",
     "uninstrument",
 ]
