@@ -54,6 +54,12 @@ FRAMEWORKS = {
 }
 FLOOR = Framework("floor", "floor", "", workloads=("W1", "W3n"))
 """Not a framework: the bare ASGI app of `servers/floor.py`, measured beside them on HTTP 2026-07-28 W1 and W3n."""
+TRACING = (
+    Framework("ours-off", "ours_untraced", "", workloads=("W1",)),
+    Framework("ours-sdk", "ours_sdk", "", workloads=("W1",)),
+)
+"""`ours` with telemetry off, and with an OpenTelemetry SDK configured: beside `ours` (on, no SDK) on HTTP
+2026-07-28 W1, so the cost of tracing by default is read within one run."""
 
 
 # -- measuring a process ---------------------------------------------------------------------

@@ -27,6 +27,12 @@ Each workload is run twice under `valgrind --tool=callgrind`, for 100 and for
 answered rounds).
 Python's string hashing is fixed (`PYTHONHASHSEED=0`), since dict layouts move
 the count by about 1 %.
+
+Telemetry is on by default (docs/observability.md): the plain run is a process
+that never imports OpenTelemetry. `BENCH_OTEL_API=1` imports its API first, as
+a process whose libraries load it does, with no SDK configured (each request
+then asks whether a global provider is set); `MCP_RESOLVE_TELEMETRY=false`
+counts a server with telemetry off.
 """
 
 from __future__ import annotations
@@ -164,6 +170,8 @@ def drive(workload: str, calls: int, *, flush: bool = False, calls_too: bool = T
     import uvloop
 
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+    if os.environ.get("BENCH_OTEL_API") == "1":
+        import opentelemetry.trace  # noqa: F401 - loaded as a library would, no SDK configured
     from benchmarks.servers.ours import mcp
 
     app = mcp.streamable_http_app()

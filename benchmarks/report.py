@@ -21,6 +21,10 @@ W3_HOST_LIMIT = 1.05
 """W3's p50 over the bare app's lone 20 ms await in the same run (HTTP): that await alone takes
 1.27-1.31x of 20 ms on the benchmark host, so 1.25x of 20 ms is out of any server's reach there."""
 FLOOR = "floor"  # not a framework: the bare ASGI app of servers/floor.py, measured beside them
+TRACING_OFF, TRACING_SDK = (
+    "ours-off",
+    "ours-sdk",
+)  # ours with telemetry off / an SDK configured (harness.TRACING)
 
 
 def _median(values: list[float]) -> float | None:
@@ -185,7 +189,33 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
     summary["targets"] = targets(summary)
     summary["w3_floors"] = w3_floors(summary)
     summary["w3_host_floors"] = w3_host_floors(summary)
+    summary["tracing"] = tracing(results)
     return summary
+
+
+def tracing(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """W1's server CPU per call with telemetry on by default and no SDK, and with an SDK, against it off.
+
+    Each ratio is taken over back-to-back blocks of the same run, as the
+    ratios to the official server are (`_cpu_ratio`).
+    """
+    found = []
+    for scenario in results["scenarios"]:
+        samples = scenario["samples"]
+        off = samples.get(TRACING_OFF, {}).get("W1")
+        if not off:
+            continue
+        entry: dict[str, Any] = {
+            "scenario": scenario["scenario"],
+            "off_cpu_ms": _median([s["cpu_ms_per_call"] for s in off]),
+        }
+        for label, name in (("no_sdk", "ours"), ("sdk", TRACING_SDK)):
+            reps = samples.get(name, {}).get("W1")
+            if reps:
+                entry[f"{label}_cpu_ms"] = _median([s["cpu_ms_per_call"] for s in reps])
+                entry[f"{label}_vs_off"] = _cpu_ratio(reps, off)
+        found.append(entry)
+    return found
 
 
 def w3_floors(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -384,6 +414,17 @@ def render(summary: dict[str, Any]) -> str:
                     f"{where} +{_fmt(row['cpu_over_floor_ms'], 3):>5} ms over it"
                     + (f", {_fmt(vs)}x the official server's" if vs is not None else "")
                 )
+    if summary.get("tracing"):
+        lines += [
+            "",
+            "Tracing (W1, server CPU per call; ours has it on by default, ratios over back-to-back blocks)",
+        ]
+        for entry in summary["tracing"]:
+            lines.append(
+                f"  {entry['scenario']:<22} off {_fmt(entry['off_cpu_ms'], 3)} ms;"
+                f" on, no SDK {_fmt(entry.get('no_sdk_cpu_ms'), 3)} ms ({_fmt(entry.get('no_sdk_vs_off'), 3)}x);"
+                f" on, SDK configured {_fmt(entry.get('sdk_cpu_ms'), 3)} ms ({_fmt(entry.get('sdk_vs_off'), 3)}x)"
+            )
     lines += ["", "Targets (ours against the official SDK, same run)"]
     for target in summary["targets"]:
         verdict = "met " if target["met"] else "MISS"

@@ -162,10 +162,15 @@ def applies(workload: Workload, scenario: Scenario, framework: Framework) -> boo
 
 
 def with_floor(scenario: Scenario, frameworks: Sequence[Framework]) -> list[Framework]:
-    """The frameworks, and on HTTP 2026-07-28 the floor beside them (see servers/floor.py)."""
+    """The frameworks, and on HTTP 2026-07-28 (one client) the floor beside them (see servers/floor.py) and
+    ours with tracing off and with an SDK configured (`harness.TRACING`)."""
     if scenario.transport == "http" and scenario.mode == "auto":
-        return [*frameworks, harness.FLOOR]
+        return [*frameworks, harness.FLOOR, *(tracing_variants(frameworks) if scenario.clients == 1 else ())]
     return list(frameworks)
+
+
+def tracing_variants(frameworks: Sequence[Framework]) -> tuple[Framework, ...]:
+    return harness.TRACING if any(f.name == "ours" for f in frameworks) else ()
 
 
 @dataclass
@@ -352,7 +357,7 @@ async def run_all(
     async with contextlib.AsyncExitStack() as stack:
         http_servers: dict[str, tuple[int, str]] = {}
         if any(s.transport == "http" for s in scenarios):
-            for framework in [*frameworks, harness.FLOOR]:
+            for framework in [*frameworks, harness.FLOOR, *tracing_variants(frameworks)]:
                 http_servers[framework.name] = stack.enter_context(harness.http_server(framework, log))
         for scenario in scenarios:
             progress(scenario.label)

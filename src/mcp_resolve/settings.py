@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     """requestState keys, comma-separated, newest first; each at least 32 bytes. Secret."""
     redis_url: SecretStr | None = None
     """Put every store on this Redis (a fleet). Secret: it may carry a password."""
+    telemetry: bool = True
+    """OpenTelemetry spans and metrics from every server, whenever `opentelemetry-api` is installed
+    (`false` turns them off; `MCPServer(telemetry=...)` wins)."""
 
     @field_validator("host", "path", "redis_url", mode="before")
     @classmethod

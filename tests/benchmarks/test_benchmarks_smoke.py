@@ -109,6 +109,13 @@ def test_http_with_one_and_with_sixteen_clients_on_h11(tmp_path: Path) -> None:
     [w3] = [t for t in results["summary"]["targets"] if t["target"].startswith("W3 http 2026-07-28")]
     assert w3["host_floor"] == round(nap["p50_ms"] / 20.0, 3)
     assert "the 20 ms path with no framework" in table
+    # The tracing row: ours with telemetry off and with an SDK configured answer W1 beside it (one client).
+    [tracing] = results["summary"]["tracing"]
+    assert tracing["scenario"] == "http 2026-07-28"
+    assert tracing["no_sdk_vs_off"] > 0 and tracing["sdk_vs_off"] > 0
+    assert measured[("http 2026-07-28", "W1", "ours-sdk")]["rounds"] == 1
+    assert ("http x16 2026-07-28", "W1", "ours-off") not in measured
+    assert "Tracing (W1" in table
     for framework in ("ours", "official"):
         assert measured[("http 2026-07-28", "W4", framework)]["rounds"] == 3
         assert measured[("http handshake", "W4", framework)]["questions"] == 2

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import gc
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Annotated, Any
@@ -564,7 +565,9 @@ async def test_a_state_sealed_before_instrumenting_still_serves_its_round(otel: 
     server = desk()
 
     async def instrumenting_person(question: Any) -> dict[str, Any]:
-        if server.telemetry is None:  # the first round went out unobserved; the next ones are observed
+        if (
+            server.telemetry is None or not server.telemetry.active
+        ):  # first round unobserved, the next observed
             otel.instrument(server)
         return await person(question)
 
@@ -627,6 +630,13 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([PYTHON, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
 
 
+def _run_env(env: dict[str, str], code: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, **env}
+    return subprocess.run(
+        [PYTHON, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=environment
+    )
+
+
 HIDE_OPENTELEMETRY = """
 import sys
 
@@ -665,17 +675,43 @@ def test_without_opentelemetry_nothing_tries_to_import_it() -> None:
 
 
 @pytest.mark.slow
-def test_installed_but_not_instrumented_loads_nothing() -> None:
+def test_without_opentelemetry_in_sys_modules_a_server_still_serves() -> None:
+    """Absent as a `sys.modules` blocker makes it (what an uninstalled package looks like to find_spec)."""
     done = _run(
-        SERVE_A_CALL
+        'import sys\nsys.modules["opentelemetry"] = None\n'
+        + SERVE_A_CALL
         + """
+assert mcp.telemetry is not None and mcp.telemetry.active is False  # on by default, and idle
+assert "mcp_resolve.telemetry" not in sys.modules
+assert [m for m in sys.modules if m.startswith("opentelemetry")] == ["opentelemetry"]  # the blocker
+print("clean")
+"""
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "clean"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("switch", ["on by default", "argument", "setting"])
+def test_installed_but_not_configured_or_turned_off_loads_nothing(switch: str) -> None:
+    """On by default, a server imports nothing of OpenTelemetry until the process does (to configure it)."""
+    code = (
+        SERVE_A_CALL.replace('MCPServer("plain")', 'MCPServer("plain", telemetry=False)')
+        if switch == "argument"
+        else SERVE_A_CALL
+    )
+    done = _run_env(
+        {"MCP_RESOLVE_TELEMETRY": "false"} if switch == "setting" else {},
+        code
+        + f"""
 import sys
+assert (mcp.telemetry is None) is {switch != "on by default"}
 assert "mcp_resolve.telemetry" not in sys.modules
 assert not [m for m in sys.modules if m.startswith("opentelemetry")]
 import importlib.util
 assert importlib.util.find_spec("opentelemetry.trace") is not None  # it is there, just not used
 print("clean")
-"""
+""",
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "clean"

@@ -44,7 +44,7 @@ from .handlers import (
     hear,
 )
 from .listing import list_items
-from .meta import callers_meta, era_meta, traced
+from .meta import callers_meta, era_meta
 from .negotiation import Mode, check_mode, negotiate
 from .pipes import StdioServerParameters
 from .rounds import run_rounds
@@ -298,7 +298,7 @@ class Client:
             self._progress_tokens += 1
             params.setdefault("_meta", {})["progressToken"] = f"p{self._progress_tokens}"
         try:
-            return await self._require_session().request(method, traced(params))
+            return await self._require_session().request(method, params)
         except MCPError as exc:
             typed = url_elicitation_error(exc)
             if typed is exc:

@@ -3,13 +3,14 @@
 On 2026-07-28 every request is stateless, so it carries the client's
 protocol version, info, capabilities and log level itself; those keys are
 the client's, and a caller's `meta=` cannot replace them. A caller that
-traces with OpenTelemetry also sends its trace context, to parent the
-server's span.
+traces with OpenTelemetry gets a CLIENT span per request, whose trace
+context the request carries to parent the server's span.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcp_types import (
@@ -19,10 +20,16 @@ from mcp_types import (
     PROTOCOL_VERSION_META_KEY,
 )
 
-__all__ = ["ERA_META_KEYS", "callers_meta", "era_meta", "traced"]
+__all__ = ["ERA_META_KEYS", "ClientRequestObserver", "callers_meta", "era_meta", "request_observer"]
 
 ERA_META_KEYS = frozenset({PROTOCOL_VERSION_META_KEY, CLIENT_INFO_META_KEY, CLIENT_CAPABILITIES_META_KEY})
 """The `_meta` keys the client sets itself on 2026-07-28; a caller's `meta=` cannot replace them."""
+
+ClientRequestObserver = Callable[
+    [str, int, dict[str, Any], Callable[[str, int, dict[str, Any]], Awaitable[dict[str, Any]]]],
+    Awaitable[dict[str, Any]],
+]
+"""`async (method, request_id, params, exchange) -> result`: sends a request through `exchange`, observed."""
 
 _TRACING = "opentelemetry.trace"
 """Loaded only in a process that traces (or whose libraries do): then requests carry its trace context."""
@@ -47,18 +54,18 @@ def callers_meta(meta: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in meta.items() if key not in ERA_META_KEYS}
 
 
-def traced(params: dict[str, Any]) -> dict[str, Any]:
-    """`params`, with the caller's trace context (W3C `traceparent`, `tracestate`, `baggage`) in `_meta`.
+def request_observer() -> ClientRequestObserver | None:
+    """What sends each request inside a CLIENT span with its trace context in `_meta`, or None.
 
-    Only a caller that traces has loaded OpenTelemetry; its context travels in
-    `_meta`, where MCP's semantic conventions put it, to parent the server's
-    span. A caller that does not pays one lookup, and nothing is imported.
+    Only a process that traces (or whose libraries do) has loaded
+    OpenTelemetry; a caller that does not pays one lookup, and nothing is
+    imported. The span is made only once a global tracer or meter provider
+    is set; before that the request carries the current trace context alone.
     """
     if _TRACING not in sys.modules:
-        return params
+        return None
     try:
-        from ..telemetry import inject_trace_context
+        from ..telemetry.client import observe_client_request
     except ImportError:  # OpenTelemetry half there (its trace module, not its API): nothing to send
-        return params
-    inject_trace_context(params)
-    return params
+        return None
+    return observe_client_request

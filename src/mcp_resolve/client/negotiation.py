@@ -25,7 +25,6 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from ..errors import UNSUPPORTED_PROTOCOL_VERSION, MCPError
 from .auth.errors import AuthorizationError
-from .meta import traced
 from .pipes import undelivered
 from .session import ClientSession
 
@@ -123,17 +122,13 @@ async def _discover(
     said which versions it takes, and its word is the one to follow.
     """
     try:
-        return await within(
-            session.request("server/discover", traced({"_meta": meta(version)})), timeout, clock
-        )
+        return await within(session.request("server/discover", {"_meta": meta(version)}), timeout, clock)
     except MCPError as exc:
         offered = exc.data.get("supported") if isinstance(exc.data, dict) else None
         common = [v for v in MODERN_PROTOCOL_VERSIONS if isinstance(offered, list) and v in offered]
         if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not common:
             raise
-    return await within(
-        session.request("server/discover", traced({"_meta": meta(common[-1])})), timeout, clock
-    )
+    return await within(session.request("server/discover", {"_meta": meta(common[-1])}), timeout, clock)
 
 
 def _modern(discover: dict[str, Any]) -> ServerHello:
@@ -156,13 +151,11 @@ async def _handshake(
 ) -> ServerHello:
     result = await session.request(
         "initialize",
-        traced(
-            {
-                "protocolVersion": LATEST_HANDSHAKE_VERSION,
-                "capabilities": capabilities,
-                "clientInfo": client_info,
-            }
-        ),
+        {
+            "protocolVersion": LATEST_HANDSHAKE_VERSION,
+            "capabilities": capabilities,
+            "clientInfo": client_info,
+        },
     )
     version = result.get("protocolVersion")
     if version not in HANDSHAKE_PROTOCOL_VERSIONS:

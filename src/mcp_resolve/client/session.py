@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ import anyio.abc
 
 from .._concurrency import cancel_scope
 from ..errors import INTERNAL_ERROR, MCPError
+from .meta import request_observer
 from .pipes import MessagePipe
 
 __all__ = ["ClientSession"]
@@ -78,6 +80,15 @@ class ClientSession:
         if self._closed is not None:
             raise ConnectionError("the server connection is closed")
         request_id = next(self._ids)
+        observe = request_observer()
+        if observe is not None:
+            return await observe(method, request_id, params, partial(self._exchange, timeout=timeout))
+        return await self._exchange(method, request_id, params, timeout=timeout)
+
+    async def _exchange(
+        self, method: str, request_id: int, params: dict[str, Any], *, timeout: float | None
+    ) -> dict[str, Any]:
+        """Send the request and wait for its answer: the result, or `MCPError`."""
         waiter = _Pending()
         self._pending[request_id] = waiter
         try:

@@ -2,8 +2,9 @@
 
 Declared here, free of any telemetry library, so that `session.py` and
 `protocol.modern` can call the hooks (and be type-checked) without importing
-OpenTelemetry. A server that is not instrumented has `telemetry = None`, and
-then each request costs one attribute check and nothing is imported.
+OpenTelemetry. A server without OpenTelemetry installed, or with telemetry
+turned off, has `telemetry = None`; then, and while the default telemetry is
+not `active` (no SDK configured), a request is served without a watch.
 
 The hooks are handed down the way the questioner is: the protocol layer asks
 `ServerTelemetry.observe` to serve a request, gets a `RequestWatch` for it,
@@ -59,6 +60,11 @@ class RequestWatch(RunObserver, Protocol):
 class ServerTelemetry(Protocol):
     """Serves a request under observation: `MCPServer.telemetry`, set by `mcp_resolve.telemetry.instrument`."""
 
+    @property
+    def active(self) -> bool:
+        """Whether to observe a request now (by default: once a global provider is set); checked first."""
+        ...
+
     async def observe(
         self,
         request: IncomingRequest,
@@ -95,6 +101,10 @@ class ServerTelemetry(Protocol):
         the task runner's: ("done", result), ("failed", JSON-RPC error) or
         ("cancelled", None).
         """
+        ...
+
+    def session_ended(self, duration: float, protocol_version: str | None, *, http: bool) -> None:
+        """Record a handshake-era session's length in seconds (`mcp.server.session.duration`)."""
         ...
 
     def task_refused(self, reason: str, stage: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import secrets
+import time
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -89,6 +90,21 @@ class Connection:
     _idle: anyio.Event | None = None  # only while `serve` waits for the last answers
     # The ids of open subscriptions/listen requests (a set once there is one).
     _listening: frozenset[int | str] | set[int | str] = frozenset()
+    _session_started: float | None = None  # monotonic, from the handshake until `session_ended`
+
+    def _session_opened(self) -> None:
+        self.server.connections.add(self)
+        if self._session_started is None:
+            self._session_started = time.monotonic()
+
+    def session_ended(self, *, http: bool = False) -> None:
+        """The handshake-era session is over (stdin closed, DELETE, expiry): telemetry records its length once."""
+        started, self._session_started = self._session_started, None
+        telemetry = self.server.telemetry
+        if started is None or telemetry is None or not telemetry.active:
+            return
+        version = None if self.handshake is None else self.handshake.protocol_version
+        telemetry.session_ended(time.monotonic() - started, version, http=http)
 
     # -- stream transports -----------------------------------------------------------------
     async def serve(
@@ -115,6 +131,7 @@ class Connection:
                 group.cancel_scope.cancel()
         finally:
             self.standalone = None
+            self.session_ended()
 
     async def receive(self, raw: Any, sink: Sink, group: anyio.abc.TaskGroup) -> None:
         """Take one raw message; a request is started in `group`, everything else handled now."""
@@ -284,10 +301,11 @@ class Connection:
             if request.peer is None:
                 request.peer = self.peer
             return await modern.respond(self.server, request, meta, sink, self.principal, headers)
-        if watch is None and self.server.telemetry is not None:
+        telemetry = self.server.telemetry
+        if watch is None and telemetry is not None and telemetry.active:
             headers = request.headers if request.headers is not None else self.headers
             version = None if self.handshake is None else self.handshake.protocol_version
-            return await self.server.telemetry.observe(
+            return await telemetry.observe(
                 request,
                 meta,
                 headers,
@@ -332,7 +350,7 @@ class Connection:
                 self.handshake = (
                     settled[-1] if settled else handshake.initialize(self.server, request.params)[0]
                 )
-                self.server.connections.add(self)
+                self._session_opened()
             return result_message(request.id, handshake.finish_result(result))
         except Exception as exc:
             return failure_message(request, exc)
@@ -419,7 +437,7 @@ class Connection:
         method, params = request.method, request.params
         if method == "initialize":
             self.handshake, result = handshake.initialize(self.server, params)
-            self.server.connections.add(self)
+            self._session_opened()
             return result
         if self.handshake is None:
             if method == "ping":
@@ -431,7 +449,7 @@ class Connection:
                 # the missing capability rather than a generic refusal. Until the client says
                 # `initialized` (or `initialize`s), every method but ping is refused below.
                 self.handshake = handshake.undeclared_session()
-                self.server.connections.add(self)
+                self._session_opened()
                 return await self._dispatch_handshake(
                     request, meta if isinstance(meta, dict) else {}, sink, watch
                 )

@@ -56,6 +56,7 @@ from ._direct import ReadResourceContents, call_tool_directly, get_prompt_direct
 from ._methods import Handler, method_table
 from ._registry import Registry
 from ._surface import CustomRoute, ServerSettings, SessionManager
+from ._tracing import telemetry_wanted, trace_by_default
 from .hooks import TaskSupport, install_builtins
 
 if TYPE_CHECKING:
@@ -125,8 +126,10 @@ class MCPServer:
     """An MCP server. Register with `@mcp.tool()`, `@mcp.resource(uri)`, `@mcp.prompt()`; serve with `mcp.run()`."""
 
     telemetry: ServerTelemetry | None = None
-    """Observes every request (OpenTelemetry spans and metrics) once `mcp_resolve.telemetry.instrument`
-    set it. None by default: each request then costs one check, and OpenTelemetry is never imported."""
+    """Observes every request (OpenTelemetry spans and metrics). Set at construction: it observes once
+    the process has configured OpenTelemetry (a global provider), importing nothing before the process
+    imports it; `mcp_resolve.telemetry.instrument` sets one with explicit providers. None with
+    `telemetry=False` or MCP_RESOLVE_TELEMETRY=false: each request then costs one check."""
 
     def __init__(
         self,
@@ -165,9 +168,13 @@ class MCPServer:
         extensions: Sequence[Extension] | None = None,
         middleware: Sequence[ServerMiddleware[Any]] | None = None,
         detailed_tool_errors: bool = False,
+        telemetry: bool | None = None,
     ) -> None:
         """The positional order is the official SDK's (name, title, description, instructions,
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
+
+        `telemetry=False` turns off the OpenTelemetry spans and metrics every server emits once an SDK
+        is configured (None: MCP_RESOLVE_TELEMETRY, on by default; docs/observability.md).
         """
         if auth_server_provider is not None:
             token_verifier, auth = _provider_protection(auth_server_provider, token_verifier, auth)
@@ -267,6 +274,8 @@ class MCPServer:
             from ..extension import apply_extensions
 
             self.extension_settings = apply_extensions(self, extensions)
+        if telemetry_wanted(telemetry):
+            trace_by_default(self)
 
     # -- the deployment: these read and set `deployment` ------------------------------------
     @property

@@ -280,7 +280,7 @@ class TaskRunner:
         "create", "answer" (tasks/update) or "outcome" (a round's result or questions).
         """
         telemetry = self.server.telemetry
-        if telemetry is not None:
+        if telemetry is not None and telemetry.active:
             telemetry.task_refused(reason, stage)
 
     async def spawn_round(self, run: _Run, record: TaskRecord, trigger: Context) -> None:
@@ -301,7 +301,7 @@ class TaskRunner:
                     "failed",
                     {"code": INTERNAL_ERROR, "message": f"Unknown tool: {record.tool}"},
                 )
-            elif telemetry is None:
+            elif telemetry is None or not telemetry.active:
                 outcome = await self._run_round(run, tool, record, trigger, None)
             else:
                 outcome = await telemetry.observe_task_round(

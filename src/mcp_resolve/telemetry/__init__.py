@@ -1,10 +1,12 @@
 """OpenTelemetry traces and metrics for an MCP server: each request, each resolver, each question, each round.
 
-Opt-in per server: `instrument(mcp)` sets `mcp.telemetry`, and only then does
-the protocol layer call in here. Nothing else in mcp_resolve imports this
-package (the client loads it only once its caller has loaded OpenTelemetry), so
-a server without `mcp-resolve[otel]` never imports OpenTelemetry, and an
-uninstrumented one pays one attribute check a request.
+On by default: every server built where `opentelemetry-api` is installed gets
+a `Telemetry` (`instrument_by_default`), which observes requests once a global
+tracer or meter provider is set; `instrument(mcp, tracer_provider=...)` names
+providers explicitly. The server module imports this package only when
+OpenTelemetry is installed (and the client only once its caller has loaded
+OpenTelemetry), so without `mcp-resolve[otel]` nothing of it is imported; a
+request costs one check while no SDK is configured, or with `telemetry=False`.
 
 What is recorded, and why it is shaped so (docs/observability.md has the list):
 
@@ -50,7 +52,8 @@ The modules, each one part of that: `entry` (`instrument`, and the
 `watch` (what a span sees while its request is served, and how it ends),
 `resolvers` (resolver and question spans), `rounds` (a task's background
 rounds), `sealed_trace` (what rides in requestState between rounds),
-`propagation` (W3C trace context in and out), `instruments` (the metrics),
+`propagation` (W3C trace context in and out), `client` (a `Client` request's
+span), `sdk` (whether a global provider is set), `instruments` (the metrics),
 `attributes` (the names recorded, and the bounds on what a client sends).
 """
 

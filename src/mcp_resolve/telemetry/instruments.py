@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..server import MCPServer
 
 OPERATION_DURATION_BUCKETS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]
-"""The boundaries MCP's semantic conventions give `mcp.server.operation.duration`."""
+"""The boundaries MCP's semantic conventions give `mcp.server.operation.duration` (and the session's)."""
 RESOLVER_DURATION_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 """A resolver is often a lookup of a millisecond or less: finer at the bottom than a request's."""
 ROUND_BUCKETS = [1, 2, 3, 4, 5, 6, 8, 10]
@@ -34,6 +34,16 @@ def operation_duration(meter: Meter) -> Histogram:
         "mcp.server.operation.duration",
         unit="s",
         description="MCP request duration as observed on the server, from receipt to answer.",
+        explicit_bucket_boundaries_advisory=OPERATION_DURATION_BUCKETS,
+    )
+
+
+def session_duration(meter: Meter) -> Histogram:
+    """A handshake-era session, from `initialize` to its end (the stream closed, DELETE, expiry)."""
+    return meter.create_histogram(
+        "mcp.server.session.duration",
+        unit="s",
+        description="The duration of the MCP session as observed on the MCP server.",
         explicit_bucket_boundaries_advisory=OPERATION_DURATION_BUCKETS,
     )
 

@@ -66,12 +66,11 @@ async def respond(
     On an instrumented server the telemetry serves the request, calling this
     again with its `watch`; without it, the cost is the one check below.
     """
-    if watch is None and server.telemetry is not None:
+    telemetry = server.telemetry
+    if watch is None and telemetry is not None and telemetry.active:
         again = partial(respond, server, request, meta, sink, principal, headers)
         version = meta.get(PROTOCOL_VERSION_META_KEY) if isinstance(meta, dict) else None
-        return await server.telemetry.observe(
-            request, meta, headers, again, modern=True, protocol_version=version
-        )
+        return await telemetry.observe(request, meta, headers, again, modern=True, protocol_version=version)
     once = SingleUse()
     method, params = request.method, request.params
     try:

@@ -59,6 +59,7 @@ class Session:
 
     def close(self) -> None:
         self.closed.set()
+        self.connection.session_ended(http=True)
         for scope in list(self._active):
             scope.cancel()
 
