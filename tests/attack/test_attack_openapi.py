@@ -216,3 +216,75 @@ async def test_credentials_an_auth_flow_added_are_redacted_too() -> None:
     assert (
         crashed.is_error and TOKEN not in crashed.content[0].text and "[redacted]" in crashed.content[0].text
     )
+
+
+def recording_client(
+    seen: list[str], base_url: str = "https://api.example/v1/tenant-42/"
+) -> httpx.AsyncClient:
+    """An upstream that records every URL it is asked for and answers 200."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.method} {request.url}")
+        return httpx.Response(200, json={"ok": True})
+
+    return httpx.AsyncClient(base_url=base_url, transport=httpx.MockTransport(handler))
+
+
+PATH_SPEC: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "t", "version": "1"},
+    "paths": {
+        "/orgs/{org}/repos/{repo}": {
+            "delete": {
+                "operationId": "delete_repo",
+                "parameters": [
+                    {"name": "org", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "repo", "in": "path", "required": True, "schema": {"type": "string"}},
+                ],
+                "responses": {"204": {"description": "gone"}},
+            }
+        }
+    },
+}
+
+
+async def test_dot_segment_and_empty_path_values_never_leave_the_route() -> None:
+    seen: list[str] = []
+    mcp = MCPServer.from_openapi(PATH_SPEC, client=recording_client(seen))
+    async with Client(mcp) as client:
+        for org, repo in ((("..", "..")), ("acme", ""), (".", "x"), ("acme", "..")):
+            result = await client.call_tool("delete_repo", {"org": org, "repo": repo})
+            assert result.is_error and "cannot be" in result.content[0].text
+        fine = await client.call_tool("delete_repo", {"org": "acme", "repo": "%2e%2e"})
+    assert not fine.is_error
+    assert seen == ["DELETE https://api.example/v1/tenant-42/orgs/acme/repos/%252e%252e"]
+
+
+async def test_a_resource_template_refuses_dot_segment_path_values() -> None:
+    from mcp_resolve.bridges.openapi import MCPType, RouteMap
+
+    seen: list[str] = []
+    mcp = MCPServer.from_openapi(
+        PATH_SPEC
+        | {
+            "paths": {
+                "/users/{user_id}/avatar": {
+                    "get": {
+                        "operationId": "avatar",
+                        "parameters": [
+                            {"name": "user_id", "in": "path", "required": True, "schema": {"type": "string"}}
+                        ],
+                        "responses": {"200": {"description": "ok"}},
+                    }
+                }
+            }
+        },
+        client=recording_client(seen, "https://api.example"),
+        route_maps=[RouteMap(MCPType.RESOURCE_TEMPLATE)],
+    )
+    async with Client(mcp) as client:
+        for value in (".", "..", "%2E%2E", "%2E"):
+            with pytest.raises(Exception):
+                await client.read_resource(f"resource://avatar/{value}")
+        await client.read_resource("resource://avatar/alice")
+    assert seen == ["GET https://api.example/users/alice/avatar"]

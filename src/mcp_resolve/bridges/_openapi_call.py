@@ -1,7 +1,7 @@
 """One OpenAPI operation called over HTTP: arguments placed where the operation wants them.
 
 Path values are percent-encoded whole (a `/` in an id cannot reach another
-route), query arrays repeat their key (the `form` style OpenAPI defaults to),
+route) and never empty, `.` or `..` (dot segments a URL normalises away), query arrays repeat their key (the `form` style OpenAPI defaults to),
 headers and cookies are strings. The call has ONE deadline, covering connect,
 upload and the whole download, and reads at most `max_response_bytes`.
 An error status becomes a `ToolError` with the status and the start of the
@@ -27,6 +27,8 @@ ERROR_BODY_CHARS = 500
 """How much of an error response's body a tool error quotes."""
 _COOKIE_SAFE = "!#$&'()*+/:<=>?@[]^`{|}"
 """RFC 6265 cookie octets, sent as they are; the rest (`;`, `,`, space, quotes, `%`) percent-encoded."""
+_DOT_SEGMENTS = ("", ".", "..")
+"""Path values refused: URL normalisation would drop or climb them, leaving the operation's route."""
 _SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")
 _SECRET_WORDS = ("token", "key", "secret", "auth", "password")
 
@@ -105,7 +107,10 @@ def _request(
         if where is None:
             continue  # not an argument of this operation: dropped, never sent
         if where.location == "path":
-            path = path.replace("{" + where.wire + "}", quote(_text(value), safe=""))
+            text = _text(value)
+            if text in _DOT_SEGMENTS:
+                raise ToolError(f"{operation.label}: path parameter {where.wire!r} cannot be {text!r}")
+            path = path.replace("{" + where.wire + "}", quote(text, safe=""))
         elif where.location == "query":
             if value is None:
                 continue
