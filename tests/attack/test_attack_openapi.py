@@ -288,3 +288,45 @@ async def test_a_resource_template_refuses_dot_segment_path_values() -> None:
                 await client.read_resource(f"resource://avatar/{value}")
         await client.read_resource("resource://avatar/alice")
     assert seen == ["GET https://api.example/users/alice/avatar"]
+
+
+def _alice() -> str:
+    return "alice"
+
+
+async def test_hide_covers_a_renamed_parameter_and_any_header_case() -> None:
+    from mcp_resolve import Resolve
+
+    cid = {"name": "customer_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    tenant = {"name": "x-tenant", "in": "header", "required": True, "schema": {"type": "string"}}
+    body = {"type": "object", "properties": {"customer_id": {"type": "string"}, "text": {"type": "string"}}}
+    spec = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/customers/{customer_id}/notes": {
+                "post": {
+                    "operationId": "add_note",
+                    "parameters": [cid, tenant],
+                    "requestBody": {"content": {"application/json": {"schema": body}}},
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(f"{request.url.path} {request.headers['x-tenant']} {request.content.decode()}")
+        return httpx.Response(200, json={})
+
+    client = httpx.AsyncClient(base_url="https://api.example", transport=httpx.MockTransport(handler))
+    hide = {"customer_id": Resolve(_alice), "X-Tenant": Resolve(_alice)}
+    mcp = MCPServer.from_openapi(spec, client=client, hide=hide)
+    async with Client(mcp) as session:
+        (tool,) = (await session.list_tools()).tools
+        assert sorted(tool.input_schema["properties"]) == ["text"]
+        sent = {"customer_id__path": "bob", "customer_id": "bob", "x-tenant": "bob", "text": "hi"}
+        result = await session.call_tool("add_note", sent)
+    assert not result.is_error
+    assert seen == ['/customers/alice/notes alice {"text":"hi","customer_id":"alice"}']
