@@ -17,7 +17,7 @@ import anyio
 import httpx
 import pytest
 
-from mcp_resolve import Client, MCPServer
+from mcp_resolve import Client, MCPError, MCPServer
 from mcp_resolve.bridges import BridgedTool
 from mcp_resolve.bridges._openapi_schema import MAX_DEPTH, MAX_ENUM
 from mcp_resolve.bridges.openapi import OpenAPIError, openapi_components
@@ -284,7 +284,7 @@ async def test_a_resource_template_refuses_dot_segment_path_values() -> None:
     )
     async with Client(mcp) as client:
         for value in (".", "..", "%2E%2E", "%2E"):
-            with pytest.raises(Exception):
+            with pytest.raises(MCPError):
                 await client.read_resource(f"resource://avatar/{value}")
         await client.read_resource("resource://avatar/alice")
     assert seen == ["GET https://api.example/users/alice/avatar"]

@@ -37,7 +37,7 @@ import dataclasses
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 from .._signature import HandlerSignature, Overrides
 from ..context import Context
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from ._facade import MCPServer
     from ._serving import SharedLifespan
 
-__all__ = ["Mount", "MountedPrompt", "MountedResource", "MountedTemplate", "MountedTool", "mount"]
+__all__ = ["Guardable", "Mount", "MountedPrompt", "MountedResource", "MountedTemplate", "MountedTool", "mount"]
 
 _URI = re.compile(r"^([^:]+://)(.*)$", re.DOTALL)
 Inner = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
@@ -302,6 +302,15 @@ class Mount:
         return Context(scope, observer=context.observer)
 
 
+@runtime_checkable
+class Guardable(Protocol):
+    """A tool not built from a Python function (a bridged tool) that can still take a mount's `hide=`."""
+
+    def guarded_signature(
+        self, name: str, hidden: Mapping[str, Resolve], overrides: Overrides
+    ) -> HandlerSignature: ...
+
+
 class MountedTool(Tool):
     """A mounted server's tool under the parent's name; with `hidden`, a guard whose hidden arguments resolve."""
 
@@ -315,18 +324,22 @@ class MountedTool(Tool):
         self.hidden: tuple[str, ...] = tuple(hidden)
         """The arguments the parent fills from its resolver graph (`hide=`): gone from the input schema."""
         self.delegates = type(source).call is not Tool.call
-        """A tool class with its own `call` (a bridge's) is called as itself; a function tool runs here."""
+        """A tool class with its own `call` (another mount's copy) is called as itself; the rest run here,
+        through the source's signature and the source's `convert_result`."""
         self._copy_definition: dict[str, Any] | None = None
         if hidden:
-            if self.delegates:
-                raise InvalidSignature(
-                    f"tool {source.name}: hide= works on tools built from functions; this one is a "
-                    f"{type(source).__name__} (give the hiding to it where it is built)"
-                )
             overrides = _Layered(source.signature.overrides, mount.parent.dependency_overrides)
-            signature = HandlerSignature.analyse(
-                _hiding(source.fn, hidden), self.name, overrides, model_suffix="Arguments"
-            )
+            if isinstance(source, Guardable):
+                signature = source.guarded_signature(self.name, hidden, overrides)
+            elif self.delegates:
+                raise InvalidSignature(
+                    f"tool {source.name}: hide= works on tools built from functions or schemas; this one "
+                    f"is a {type(source).__name__} (give the hiding to it where it is built)"
+                )
+            else:
+                signature = HandlerSignature.analyse(
+                    _hiding(source.fn, hidden), self.name, overrides, model_suffix="Arguments"
+                )
             signature.before_body = source.signature.before_body
             self.signature = signature
             self.input_schema = _without(source.input_schema, hidden)
@@ -339,6 +352,10 @@ class MountedTool(Tool):
                 definition["_meta"] = self.meta
             self._copy_definition = definition
         return self._copy_definition
+
+    def convert_result(self, value: Any) -> dict[str, Any]:
+        """The source tool's own conversion (a bridged tool passes its wire dict through as it is)."""
+        return self.source.convert_result(value)
 
     async def call(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
         return await self.mount.serve(
