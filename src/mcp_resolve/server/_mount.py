@@ -57,7 +57,15 @@ if TYPE_CHECKING:
     from ._facade import MCPServer
     from ._serving import SharedLifespan
 
-__all__ = ["Guardable", "Mount", "MountedPrompt", "MountedResource", "MountedTemplate", "MountedTool", "mount"]
+__all__ = [
+    "Guardable",
+    "Mount",
+    "MountedPrompt",
+    "MountedResource",
+    "MountedTemplate",
+    "MountedTool",
+    "mount",
+]
 
 _URI = re.compile(r"^([^:]+://)(.*)$", re.DOTALL)
 Inner = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
