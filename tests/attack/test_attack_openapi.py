@@ -330,3 +330,63 @@ async def test_hide_covers_a_renamed_parameter_and_any_header_case() -> None:
         result = await session.call_tool("add_note", sent)
     assert not result.is_error
     assert seen == ['/customers/alice/notes alice {"text":"hi","customer_id":"alice"}']
+
+
+def echo_client(handler: Any, **options: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url="https://api.example", transport=httpx.MockTransport(handler), **options
+    )
+
+
+ECHO_SPEC: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "t", "version": "1"},
+    "paths": {
+        "/pets": {
+            "post": {
+                "operationId": "create_pet",
+                "requestBody": {
+                    "content": {
+                        "application/json": {
+                            "schema": {"type": "object", "properties": {"name": {"type": "string"}}}
+                        }
+                    }
+                },
+                "responses": {"201": {"description": "ok"}},
+            }
+        },
+        "/fail": {"get": {"operationId": "fail", "responses": {"200": {"description": "ok"}}}},
+    },
+}
+
+
+async def test_a_credential_past_the_first_kilobytes_of_an_error_page_is_still_redacted() -> None:
+    token = "eyJhbGciOiJSUzI1NiJ9." + "A" * 300 + ".sig"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        name = json.loads(request.content)["name"]  # an error page echoing a field, then the headers
+        return httpx.Response(422, text=f"{name}|{request.headers['authorization']}")
+
+    client = echo_client(handler, headers={"Authorization": f"Bearer {token}"})
+    async with Client(MCPServer.from_openapi(ECHO_SPEC, client=client)) as session:
+        for pad in (0, 440, 499):  # 4-byte characters move the token across any byte-based window
+            result = await session.call_tool("create_pet", {"name": "\U0001f600" * pad})
+            text = result.content[0].text
+            assert result.is_error and "eyJhbGciOiJSUzI1NiJ9" not in text and "AAAA" not in text, pad
+
+
+async def test_credentials_in_query_parameters_and_userinfo_are_redacted() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(404, text=f"no route {request.url} for {request.url.userinfo.decode()}")
+
+    client = httpx.AsyncClient(
+        base_url="https://robot:pa55-word%21@api.example",
+        params={"api_key": "sk_live_SECRET123", "page": "1234"},
+        transport=httpx.MockTransport(handler),
+    )
+    async with Client(MCPServer.from_openapi(ECHO_SPEC, client=client)) as session:
+        result = await session.call_tool("fail", {})
+    text = result.content[0].text
+    assert result.is_error and "HTTP 404" in text and "[redacted]" in text
+    assert "sk_live_SECRET123" not in text and "pa55-word" not in text and "robot" not in text
+    assert "page=1234" in text  # not a credential: left alone

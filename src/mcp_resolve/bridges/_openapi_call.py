@@ -5,7 +5,8 @@ route) and never empty, `.` or `..` (dot segments a URL normalises away), query 
 headers and cookies are strings. The call has ONE deadline, covering connect,
 upload and the whole download, and reads at most `max_response_bytes`.
 An error status becomes a `ToolError` with the status and the start of the
-body, the client's own credentials blanked out if the API echoed them.
+body, the client's own credentials (headers, credential query parameters,
+URL userinfo) blanked out anywhere in the body before it is cut.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import anyio
 import httpx
@@ -174,36 +175,47 @@ async def send(
                 response = Response(
                     reply.status_code, reply.headers.get("content-type", ""), b"".join(chunks)
                 )
-                sent = list(
-                    reply.request.headers.items()
-                )  # with what `auth=` added: blanked from error pages
+                # with what `auth=` added: blanked from error pages
+                sent = list(reply.request.headers.items())
+                url = reply.request.url
     except TimeoutError:
         raise ToolError(f"{operation.label}: no complete answer within {limits.timeout:g} s") from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{operation.label}: the request failed ({type(exc).__name__})") from None
     if response.status >= 400:
-        raise ToolError(_error_message(operation, response, [*client.headers.items(), *sent]))
+        secrets = _secrets([*client.headers.items(), *sent], [*client.params.multi_items()], url)
+        raise ToolError(_error_message(operation, response, secrets))
     return response
 
 
-def _secrets(headers: list[tuple[str, str]]) -> list[str]:
-    """The credential values among `headers` (and the token of a `Bearer <token>`), longest first."""
+def _is_secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
+
+
+def _secrets(headers: list[tuple[str, str]], params: list[tuple[str, str]], url: httpx.URL) -> list[str]:
+    """The credential values the request carried, longest first: credential headers (and the token
+    of a `Bearer <token>`), query parameters named like credentials (`api_key=`), the URL's userinfo;
+    each also as it looks percent-encoded, the way an API echoing the URL writes it."""
     found = []
     for name, value in headers:
-        lowered = name.lower()
-        if lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS):
+        if _is_secret_name(name):
             found.append(value)
             if " " in value:
                 found.append(value.split(" ", 1)[1])
+    found.extend(value for name, value in [*params, *url.params.multi_items()] if _is_secret_name(name))
+    found.extend((url.username, url.password))
+    found.extend([quote(value, safe="") for value in found] + [quote_plus(value) for value in found])
     return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
-def _error_message(operation: Operation, response: Response, headers: list[tuple[str, str]]) -> str:
-    text = response.body[: ERROR_BODY_CHARS * 4].decode("utf-8", errors="replace")
-    for secret in _secrets(headers):
+def _error_message(operation: Operation, response: Response, secrets: list[str]) -> str:
+    """The status and the start of the body: the whole body redacted first, then cut."""
+    text = response.body.decode("utf-8", errors="replace")
+    for secret in secrets:
         text = text.replace(secret, "[redacted]")
-    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
-    if len(text) > ERROR_BODY_CHARS or len(response.body) > ERROR_BODY_CHARS * 4:
+    if len(text) > ERROR_BODY_CHARS:
         text = text[:ERROR_BODY_CHARS] + f"... ({len(response.body)} bytes in all)"
+    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
     reason = httpx.codes.get_reason_phrase(response.status)
     return f"{operation.label} answered HTTP {response.status} {reason}: {text}".rstrip(": ")
