@@ -390,3 +390,31 @@ async def test_credentials_in_query_parameters_and_userinfo_are_redacted() -> No
     assert result.is_error and "HTTP 404" in text and "[redacted]" in text
     assert "sk_live_SECRET123" not in text and "pa55-word" not in text and "robot" not in text
     assert "page=1234" in text  # not a credential: left alone
+
+
+async def test_header_values_with_line_breaks_controls_or_non_ascii_are_refused() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("x-trace", ""))
+        return httpx.Response(200, json={})
+
+    spec = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/echo": {
+                "get": {
+                    "operationId": "echo",
+                    "parameters": [{"name": "X-Trace", "in": "header", "schema": {"type": "string"}}],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    async with Client(MCPServer.from_openapi(spec, client=echo_client(handler))) as session:
+        for bad in ("a\r\nX-Admin: 1", "a\nb", "caf\u00e9", "nul\x00", "del\x7f"):
+            result = await session.call_tool("echo", {"X-Trace": bad})
+            assert result.is_error and "printable ASCII" in result.content[0].text, bad
+        fine = await session.call_tool("echo", {"X-Trace": "abc-123\tok"})
+    assert not fine.is_error and seen == ["abc-123\tok"]

@@ -1,8 +1,10 @@
 """One OpenAPI operation called over HTTP: arguments placed where the operation wants them.
 
 Path values are percent-encoded whole (a `/` in an id cannot reach another
-route) and never empty, `.` or `..` (dot segments a URL normalises away), query arrays repeat their key (the `form` style OpenAPI defaults to),
-headers and cookies are strings. The call has ONE deadline, covering connect,
+route) and never empty, `.` or `..` (dot segments a URL normalises away),
+query arrays repeat their key (the `form` style OpenAPI defaults to),
+headers and cookies are strings, a header value printable ASCII (no CR/LF
+to split it). The call has ONE deadline, covering connect,
 upload and the whole download, and reads at most `max_response_bytes`.
 An error status becomes a `ToolError` with the status and the start of the
 body, the client's own credentials (headers, credential query parameters,
@@ -120,7 +122,13 @@ def _request(
         elif value is None and where.location in ("header", "cookie"):
             continue
         elif where.location == "header":
-            headers[where.wire] = _text(value)
+            text = _text(value)
+            if not _header_safe(text):
+                raise ToolError(
+                    f"{operation.label}: header parameter {where.wire!r} must be printable ASCII "
+                    "without line breaks"
+                )
+            headers[where.wire] = text
         elif where.location == "cookie":
             cookies.append(f"{quote(where.wire, safe='')}={quote(_text(value), safe=_COOKIE_SAFE)}")
         elif where.location == "body":
@@ -148,6 +156,11 @@ def _request(
             headers["content-type"] = kind
     request["url"] = path
     return request
+
+
+def _header_safe(text: str) -> bool:
+    """Visible ASCII, spaces and tabs only: no CR/LF to split the header, nothing httpx cannot encode."""
+    return all(c == "\t" or " " <= c <= "~" for c in text)
 
 
 async def send(
