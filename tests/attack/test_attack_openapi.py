@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.responses import StreamingResponse
 
 from mcp_resolve import Client, MCPError, MCPServer
 from mcp_resolve.bridges import BridgedTool
@@ -418,3 +420,26 @@ async def test_header_values_with_line_breaks_controls_or_non_ascii_are_refused(
             assert result.is_error and "printable ASCII" in result.content[0].text, bad
         fine = await session.call_tool("echo", {"X-Trace": "abc-123\tok"})
     assert not fine.is_error and seen == ["abc-123\tok"]
+
+
+async def test_from_fastapi_stops_an_oversized_answer_as_the_app_writes_it() -> None:
+    chunk, cap = 16 * 1024, 64 * 1024
+    produced = 0
+    api = FastAPI()
+
+    @api.get("/export", operation_id="export")
+    async def export() -> StreamingResponse:
+        async def body() -> Any:
+            nonlocal produced
+            while produced < 4 * 1024 * 1024:  # 4 MiB at most, should the cap not hold
+                produced += chunk
+                yield b"x" * chunk
+                await anyio.sleep(0)
+
+        return StreamingResponse(body(), media_type="text/plain")
+
+    async with Client(MCPServer.from_fastapi(api, max_response_bytes=cap, timeout=30)) as session:
+        with anyio.fail_after(20):
+            result = await session.call_tool("export", {})
+    assert result.is_error and f"larger than {cap} bytes" in result.content[0].text
+    assert produced <= cap + chunk  # the app was stopped at the cap, not read whole into memory

@@ -24,7 +24,7 @@ import httpx
 
 from ..errors import ToolError
 
-__all__ = ["Argument", "CallLimits", "Operation", "Response", "send"]
+__all__ = ["Argument", "CallLimits", "Operation", "Response", "ResponseTooLarge", "capped_asgi_app", "send"]
 
 ERROR_BODY_CHARS = 500
 """How much of an error response's body a tool error quotes."""
@@ -81,6 +81,37 @@ class Response:
     def is_json(self) -> bool:
         kind = self.content_type.split(";", 1)[0].strip().lower()
         return kind == "application/json" or kind.endswith("+json")
+
+
+class ResponseTooLarge(Exception):
+    """An in-process app's answer passed the cap (`capped_asgi_app`): the call stops there."""
+
+
+def capped_asgi_app(app: Any, max_response_bytes: int) -> Any:
+    """`app` (ASGI) whose response body stops past `max_response_bytes`, raising `ResponseTooLarge`.
+
+    `httpx.ASGITransport` collects an app's whole answer before the caller reads a
+    byte, so a cap checked while reading bounds nothing in memory: this one is
+    checked as the app writes.
+    """
+
+    async def capped(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        size = 0
+
+        async def counted(message: Any) -> None:
+            nonlocal size
+            if message.get("type") == "http.response.body":
+                size += len(message.get("body", b""))
+                if size > max_response_bytes:
+                    raise ResponseTooLarge
+            await send(message)
+
+        await app(scope, receive, counted)
+
+    return capped
 
 
 def _text(value: Any) -> str:
@@ -193,6 +224,10 @@ async def send(
                 url = reply.request.url
     except TimeoutError:
         raise ToolError(f"{operation.label}: no complete answer within {limits.timeout:g} s") from None
+    except ResponseTooLarge:
+        raise ToolError(
+            f"{operation.label}: the response is larger than {limits.max_response_bytes} bytes"
+        ) from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{operation.label}: the request failed ({type(exc).__name__})") from None
     if response.status >= 400:

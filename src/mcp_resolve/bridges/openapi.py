@@ -35,13 +35,22 @@ from ..errors import InvalidSignature, ResourceError, ToolError
 from ..resolve import Resolve
 from ..resources import Resource, ResourceTemplate
 from ..tools import Tool
+from ._openapi_call import capped_asgi_app
 
 if TYPE_CHECKING:
     from ..context import Context
     from ._openapi_call import Argument, CallLimits, Operation
     from ._openapi_schema import Document
 
-__all__ = ["DEFAULT_ROUTE_MAPS", "MCPType", "OpenAPIError", "RouteMap", "client_for", "openapi_components"]
+__all__ = [
+    "DEFAULT_ROUTE_MAPS",
+    "MCPType",
+    "OpenAPIError",
+    "RouteMap",
+    "capped_asgi_app",
+    "client_for",
+    "openapi_components",
+]
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 DEFAULT_TIMEOUT = 30.0
