@@ -303,10 +303,12 @@ class Mount:
         return {**result, "ttlMs": ttl_ms, "cacheScope": scope}
 
     def _context(self, context: Context) -> Context:
-        """The request as the mounted server's components see it: its own `lifespan_context`."""
-        if self.child.lifespan_context is None and self.parent.lifespan_context is None:
-            return context  # nothing to swap: the request's own Context, unbuilt
-        scope = dataclasses.replace(context.request_scope, lifespan_context=self.child.lifespan_context)
+        """The request as the mounted server's components see it: its own `lifespan_context`, and itself
+        as `ctx.mcp_server`, so `ctx.read_resource` reads its own resources under its own URIs and
+        `ctx.notify_*` reach the parent's clients under the parent's names (through `forward`)."""
+        scope = dataclasses.replace(
+            context.request_scope, lifespan_context=self.child.lifespan_context, server=self.child
+        )
         return Context(scope, observer=context.observer)
 
 
@@ -365,10 +367,16 @@ class MountedTool(Tool):
         """The source tool's own conversion (a bridged tool passes its wire dict through as it is)."""
         return self.source.convert_result(value)
 
+    def request_arguments(self, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The arguments as the mounted server's middleware sees them: hidden names gone, so a value
+        a client sent for one (dropped anyway) never looks like the one the tool runs with."""
+        if not self.hidden or not isinstance(arguments, dict):
+            return arguments
+        return {key: value for key, value in arguments.items() if key not in self.hidden}
+
     async def call(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
-        return await self.mount.serve(
-            "tools/call", {"name": self.source.name, "arguments": arguments}, context, self._call
-        )
+        params = {"name": self.source.name, "arguments": self.request_arguments(arguments)}
+        return await self.mount.serve("tools/call", params, context, self._call)
 
     async def _call(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         arguments = params.get("arguments")
