@@ -122,3 +122,33 @@ async def test_the_mounted_middleware_never_sees_a_spoofed_hidden_value(direct: 
             text = (await client.call_tool("billing_refund", sent)).content[0].text  # type: ignore[union-attr]
     assert text == "refund 7 for alice in child"
     assert seen == [{"order_id": "7"}]
+
+
+async def test_an_imported_tools_context_notifies_the_parents_clients_and_its_server_does_not() -> None:
+    child = MCPServer("Child")
+
+    @child.resource("data://feed")
+    def feed() -> str:
+        return "child feed"
+
+    @child.tool()
+    async def touch(ctx: Context) -> str:
+        await ctx.notify_resource_updated("data://feed")
+        return "ok"
+
+    parent = MCPServer("Parent")
+    parent.import_server(child, prefix="c")
+    heard: list[str] = []
+
+    async def every(method: str, params: dict[str, Any]) -> None:
+        heard.append(f"{method} {params.get('uri', '')}")
+
+    async with Client(parent, mode="legacy", notification_handler=every) as client:
+        await client.request("resources/subscribe", {"uri": "data://c/feed"})
+        await child.notify_resource_updated("data://feed")  # the server on its own: a copy follows nothing
+        await client.call_tool("c_touch", {})
+        with anyio.fail_after(5):
+            while not heard:
+                await anyio.sleep(0.01)
+        await client.list_tools()
+    assert heard == ["notifications/resources/updated data://c/feed"]

@@ -33,6 +33,7 @@ show it and a multi-round question in it rides requestState as usual.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import re
@@ -68,6 +69,10 @@ __all__ = [
 ]
 
 _URI = re.compile(r"^([^:]+://)(.*)$", re.DOTALL)
+_SERVING: contextvars.ContextVar[tuple[Mount, ...]] = contextvars.ContextVar(
+    "mcp_resolve_mounts_serving", default=()
+)
+"""The mounts whose components the current request is running in, innermost last."""
 Inner = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 
 
@@ -101,7 +106,7 @@ def mount(
         parent.registry.file_mounted(copy, joined)
     if live:
         child.registry.watch(joined)
-        child.notifications.forwards.append(joined.forward)
+    child.notifications.forwards.append(joined.forward)  # a copy's: only what its components' ctx sends
     parent.registry.mounted.append(child.registry)
     parent.registry.completion_routes.append(joined)
     lifespan.companions.append(child.running)
@@ -228,8 +233,15 @@ class Mount:
         self.parent.registry.unfile_mounted((kind, renamed), self)
 
     async def forward(self, event: ServerEvent) -> None:
-        """A change the mounted server announced, told to the parent's clients under the parent's names."""
+        """A change the mounted server announced, told to the parent's clients under the parent's names.
+
+        A copy (`import_server`) follows nothing its server says on its own, only what one of the
+        copied components says through its `ctx` while the parent serves it.
+        """
         from ..stores.bus import ResourceUpdated
+
+        if not self.live and self not in _SERVING.get():
+            return
 
         if isinstance(event, ResourceUpdated):
             event = ResourceUpdated(self.uri(event.uri))
@@ -269,6 +281,15 @@ class Mount:
         self, method: str, params: dict[str, Any], context: Context, inner: Inner
     ) -> dict[str, Any]:
         """Run `inner` as the mounted server would: its lifespan_context, inside its middleware."""
+        serving = _SERVING.set((*_SERVING.get(), self))
+        try:
+            return await self._serve(method, params, context, inner)
+        finally:
+            _SERVING.reset(serving)
+
+    async def _serve(
+        self, method: str, params: dict[str, Any], context: Context, inner: Inner
+    ) -> dict[str, Any]:
         context = self._context(context)
         middleware = self.child.middleware
         if not middleware:
