@@ -9,6 +9,7 @@ opening more streams than it may. Real uvicorn on loopback.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 
@@ -175,3 +176,73 @@ async def test_a_session_whose_dispatch_is_stuck_refuses_more_than_its_inbox_hol
         release.set()
         assert (await stream.message())["result"] == {}  # the queued ping is answered once it frees up
         await stream.response.aclose()
+
+
+async def test_one_session_runs_at_most_max_in_flight_requests() -> None:
+    mcp = server()
+    release = threading.Event()
+    running = 0
+
+    @mcp.tool()
+    async def hold() -> str:
+        nonlocal running
+        running += 1
+        while not release.is_set():
+            await anyio.sleep(0.01)
+        return "done"
+
+    app = mcp.sse_app(max_in_flight=3)
+    async with http_server(app) as base, httpx.AsyncClient(timeout=10) as http:
+        stream = await open_stream(http, base)
+        url = f"{base}{stream.endpoint}"
+        assert (await http.post(url, json=INITIALIZE)).status_code == 202
+        await stream.message()
+        await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "hold", "arguments": {}}}
+        codes = [(await http.post(url, json={**call, "id": i})).status_code for i in range(1, 11)]
+        assert codes == [202] * 3 + [503] * 7
+        refused = await http.post(url, json=PING)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        with anyio.fail_after(5):
+            while running < 3:
+                await anyio.sleep(0.01)
+        release.set()
+        answered = {(await stream.message())["id"] for _ in range(3)}
+        assert answered == {1, 2, 3} and running == 3
+        assert (await http.post(url, json=PING)).status_code == 202  # room again once they are answered
+        assert await stream.message() == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        await stream.response.aclose()
+
+
+async def test_a_client_that_stops_reading_loses_its_session_at_the_write_deadline() -> None:
+    import socket
+
+    mcp = server()
+
+    @mcp.tool()
+    def blob() -> str:
+        return "x" * (1024 * 1024)
+
+    app = mcp.sse_app(write_timeout=0.5)
+    async with http_server(app) as base, httpx.AsyncClient(timeout=10) as http:
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        raw = socket.socket()
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: the server blocks soon
+        raw.connect((host, int(port)))
+        raw.sendall(f"GET /sse HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n\r\n".encode())
+        head = b""
+        with anyio.fail_after(5):
+            while (found := re.search(rb"data: (\S+session_id=[0-9a-f]{32})", head)) is None:
+                head += await anyio.to_thread.run_sync(raw.recv, 4096)
+        endpoint = found.group(1).decode()
+        url = f"{base}{endpoint}"
+        assert (await http.post(url, json=INITIALIZE)).status_code == 202
+        call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "blob", "arguments": {}}}
+        for i in range(1, 17):  # 16 MiB for a client that reads nothing more
+            if (await http.post(url, json={**call, "id": i})).status_code != 202:
+                break
+        with anyio.fail_after(10):
+            while app.state.mcp_sse.sessions:
+                await anyio.sleep(0.05)
+        assert (await http.post(url, json=PING)).status_code == 404
+        raw.close()

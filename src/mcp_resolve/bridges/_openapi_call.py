@@ -1,11 +1,14 @@
 """One OpenAPI operation called over HTTP: arguments placed where the operation wants them.
 
 Path values are percent-encoded whole (a `/` in an id cannot reach another
-route), query arrays repeat their key (the `form` style OpenAPI defaults to),
-headers and cookies are strings. The call has ONE deadline, covering connect,
+route) and never empty, `.` or `..` (dot segments a URL normalises away),
+query arrays repeat their key (the `form` style OpenAPI defaults to),
+headers and cookies are strings, a header value printable ASCII (no CR/LF
+to split it). The call has ONE deadline, covering connect,
 upload and the whole download, and reads at most `max_response_bytes`.
 An error status becomes a `ToolError` with the status and the start of the
-body, the client's own credentials blanked out if the API echoed them.
+body, the client's own credentials (headers, credential query parameters,
+URL userinfo) blanked out anywhere in the body before it is cut.
 """
 
 from __future__ import annotations
@@ -14,19 +17,21 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote
+from urllib.parse import quote, quote_plus
 
 import anyio
 import httpx
 
 from ..errors import ToolError
 
-__all__ = ["Argument", "CallLimits", "Operation", "Response", "send"]
+__all__ = ["Argument", "CallLimits", "Operation", "Response", "ResponseTooLarge", "capped_asgi_app", "send"]
 
 ERROR_BODY_CHARS = 500
 """How much of an error response's body a tool error quotes."""
 _COOKIE_SAFE = "!#$&'()*+/:<=>?@[]^`{|}"
 """RFC 6265 cookie octets, sent as they are; the rest (`;`, `,`, space, quotes, `%`) percent-encoded."""
+_DOT_SEGMENTS = ("", ".", "..")
+"""Path values refused: URL normalisation would drop or climb them, leaving the operation's route."""
 _SECRET_HEADERS = ("authorization", "cookie", "proxy-authorization")
 _SECRET_WORDS = ("token", "key", "secret", "auth", "password")
 
@@ -78,6 +83,37 @@ class Response:
         return kind == "application/json" or kind.endswith("+json")
 
 
+class ResponseTooLarge(Exception):
+    """An in-process app's answer passed the cap (`capped_asgi_app`): the call stops there."""
+
+
+def capped_asgi_app(app: Any, max_response_bytes: int) -> Any:
+    """`app` (ASGI) whose response body stops past `max_response_bytes`, raising `ResponseTooLarge`.
+
+    `httpx.ASGITransport` collects an app's whole answer before the caller reads a
+    byte, so a cap checked while reading bounds nothing in memory: this one is
+    checked as the app writes.
+    """
+
+    async def capped(scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        size = 0
+
+        async def counted(message: Any) -> None:
+            nonlocal size
+            if message.get("type") == "http.response.body":
+                size += len(message.get("body", b""))
+                if size > max_response_bytes:
+                    raise ResponseTooLarge
+            await send(message)
+
+        await app(scope, receive, counted)
+
+    return capped
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -105,7 +141,10 @@ def _request(
         if where is None:
             continue  # not an argument of this operation: dropped, never sent
         if where.location == "path":
-            path = path.replace("{" + where.wire + "}", quote(_text(value), safe=""))
+            text = _text(value)
+            if text in _DOT_SEGMENTS:
+                raise ToolError(f"{operation.label}: path parameter {where.wire!r} cannot be {text!r}")
+            path = path.replace("{" + where.wire + "}", quote(text, safe=""))
         elif where.location == "query":
             if value is None:
                 continue
@@ -114,7 +153,13 @@ def _request(
         elif value is None and where.location in ("header", "cookie"):
             continue
         elif where.location == "header":
-            headers[where.wire] = _text(value)
+            text = _text(value)
+            if not _header_safe(text):
+                raise ToolError(
+                    f"{operation.label}: header parameter {where.wire!r} must be printable ASCII "
+                    "without line breaks"
+                )
+            headers[where.wire] = text
         elif where.location == "cookie":
             cookies.append(f"{quote(where.wire, safe='')}={quote(_text(value), safe=_COOKIE_SAFE)}")
         elif where.location == "body":
@@ -144,6 +189,11 @@ def _request(
     return request
 
 
+def _header_safe(text: str) -> bool:
+    """Visible ASCII, spaces and tabs only: no CR/LF to split the header, nothing httpx cannot encode."""
+    return all(c == "\t" or " " <= c <= "~" for c in text)
+
+
 async def send(
     client: httpx.AsyncClient,
     operation: Operation,
@@ -169,36 +219,51 @@ async def send(
                 response = Response(
                     reply.status_code, reply.headers.get("content-type", ""), b"".join(chunks)
                 )
-                sent = list(
-                    reply.request.headers.items()
-                )  # with what `auth=` added: blanked from error pages
+                # with what `auth=` added: blanked from error pages
+                sent = list(reply.request.headers.items())
+                url = reply.request.url
     except TimeoutError:
         raise ToolError(f"{operation.label}: no complete answer within {limits.timeout:g} s") from None
+    except ResponseTooLarge:
+        raise ToolError(
+            f"{operation.label}: the response is larger than {limits.max_response_bytes} bytes"
+        ) from None
     except httpx.HTTPError as exc:
         raise ToolError(f"{operation.label}: the request failed ({type(exc).__name__})") from None
     if response.status >= 400:
-        raise ToolError(_error_message(operation, response, [*client.headers.items(), *sent]))
+        secrets = _secrets([*client.headers.items(), *sent], [*client.params.multi_items()], url)
+        raise ToolError(_error_message(operation, response, secrets))
     return response
 
 
-def _secrets(headers: list[tuple[str, str]]) -> list[str]:
-    """The credential values among `headers` (and the token of a `Bearer <token>`), longest first."""
+def _is_secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS)
+
+
+def _secrets(headers: list[tuple[str, str]], params: list[tuple[str, str]], url: httpx.URL) -> list[str]:
+    """The credential values the request carried, longest first: credential headers (and the token
+    of a `Bearer <token>`), query parameters named like credentials (`api_key=`), the URL's userinfo;
+    each also as it looks percent-encoded, the way an API echoing the URL writes it."""
     found = []
     for name, value in headers:
-        lowered = name.lower()
-        if lowered in _SECRET_HEADERS or any(word in lowered for word in _SECRET_WORDS):
+        if _is_secret_name(name):
             found.append(value)
             if " " in value:
                 found.append(value.split(" ", 1)[1])
+    found.extend(value for name, value in [*params, *url.params.multi_items()] if _is_secret_name(name))
+    found.extend((url.username, url.password))
+    found.extend([quote(value, safe="") for value in found] + [quote_plus(value) for value in found])
     return sorted({s for s in found if len(s) >= 4}, key=len, reverse=True)
 
 
-def _error_message(operation: Operation, response: Response, headers: list[tuple[str, str]]) -> str:
-    text = response.body[: ERROR_BODY_CHARS * 4].decode("utf-8", errors="replace")
-    for secret in _secrets(headers):
+def _error_message(operation: Operation, response: Response, secrets: list[str]) -> str:
+    """The status and the start of the body: the whole body redacted first, then cut."""
+    text = response.body.decode("utf-8", errors="replace")
+    for secret in secrets:
         text = text.replace(secret, "[redacted]")
-    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
-    if len(text) > ERROR_BODY_CHARS or len(response.body) > ERROR_BODY_CHARS * 4:
+    if len(text) > ERROR_BODY_CHARS:
         text = text[:ERROR_BODY_CHARS] + f"... ({len(response.body)} bytes in all)"
+    text = "".join(c if c.isprintable() or c in "\n\t" else "?" for c in text)
     reason = httpx.codes.get_reason_phrase(response.status)
     return f"{operation.label} answered HTTP {response.status} {reason}: {text}".rstrip(": ")

@@ -114,21 +114,32 @@ class BridgedTool(Tool):
         )
 
     def _analyse(self, fn: Callable[..., Any], overrides: Overrides) -> HandlerSignature:
+        return self._signature(fn, self.name, self.hidden, overrides)
+
+    def guarded_signature(
+        self, name: str, hidden: Mapping[str, Resolve], overrides: Overrides
+    ) -> HandlerSignature:
+        """How calls reach this tool when `hidden` arguments are filled too (a mount's `hide=`)."""
+        return self._signature(self.fn, name, {**self.hidden, **hidden}, overrides)
+
+    def _signature(
+        self, fn: Callable[..., Any], name: str, hidden: Mapping[str, Resolve], overrides: Overrides
+    ) -> HandlerSignature:
         properties = self.upstream_schema.get("properties") or {}
-        visible = tuple(key for key in properties if key not in self.hidden)
+        visible = tuple(key for key in properties if key not in hidden)
         required = self.upstream_schema.get("required") or ()
         signature = _BridgedSignature(
             fn=fn,
-            name=self.name,
+            name=name,
             arguments_model=_NO_FIELDS,
             argument_names=visible,
             context_params=(),
-            resolved_params={key: (marker, False) for key, marker in self.hidden.items()},
+            resolved_params={key: (marker, False) for key, marker in hidden.items()},
             is_async=True,
             overrides=overrides,
         )
-        signature.hidden = frozenset(self.hidden)
-        signature.required = tuple(key for key in required if isinstance(key, str) and key not in self.hidden)
+        signature.hidden = frozenset(hidden)
+        signature.required = tuple(key for key in required if isinstance(key, str) and key not in hidden)
         signature.plans()  # a bad resolver graph fails now, at registration
         return signature
 

@@ -12,7 +12,9 @@ another shape is one `body` argument). When a parameter and a body property
 share a name the body property keeps it and the parameter becomes
 `name__path` / `name__query` / `name__header` / `name__cookie`.
 `hide={"customer_id": Resolve(current_customer)}` takes an argument out of
-every tool that has it and fills it from the resolver graph.
+every tool that has it and fills it from the resolver graph: every argument
+sent under that wire name, in any location (a renamed `customer_id__path`
+too; header names in any case).
 
 References are resolved with `referencing` (the `openapi` extra), imported
 when a description is converted.
@@ -33,13 +35,22 @@ from ..errors import InvalidSignature, ResourceError, ToolError
 from ..resolve import Resolve
 from ..resources import Resource, ResourceTemplate
 from ..tools import Tool
+from ._openapi_call import capped_asgi_app
 
 if TYPE_CHECKING:
     from ..context import Context
     from ._openapi_call import Argument, CallLimits, Operation
     from ._openapi_schema import Document
 
-__all__ = ["DEFAULT_ROUTE_MAPS", "MCPType", "OpenAPIError", "RouteMap", "client_for", "openapi_components"]
+__all__ = [
+    "DEFAULT_ROUTE_MAPS",
+    "MCPType",
+    "OpenAPIError",
+    "RouteMap",
+    "capped_asgi_app",
+    "client_for",
+    "openapi_components",
+]
 
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 DEFAULT_TIMEOUT = 30.0
@@ -189,8 +200,8 @@ def _build(
         name = _unique(_component_name(route, names), taken)
         shape = _shape(document, route)
         if kind is MCPType.TOOL:
-            hidden = {arg: marker for arg, marker in hide.items() if arg in shape.input_schema["properties"]}
-            used_hidden.update(hidden)
+            hidden, used = _hidden_arguments(shape.operation, hide)
+            used_hidden.update(used)
             components.append(_tool(name, route, shape, client, limits, hidden))
         else:
             components.append(_resource(name, route, shape, client, limits, kind))
@@ -200,6 +211,33 @@ def _build(
             f"from_openapi: hide names {', '.join(map(repr, unused))}, which no tool has as an argument"
         )
     return components
+
+
+def _hidden_arguments(
+    operation: Operation, hide: Mapping[str, Resolve]
+) -> tuple[dict[str, Resolve], set[str]]:
+    """Each argument a `hide` name covers, and the names that covered one.
+
+    A name covers every argument it names or whose wire name it is, in every
+    location: `customer_id` hides the body property and the path parameter
+    renamed `customer_id__path` alike, so no copy stays for the model to set.
+    Header names match whatever their case, as HTTP reads them.
+    """
+    headers = {key.lower(): key for key in hide}
+    hidden: dict[str, Resolve] = {}
+    used: set[str] = set()
+    for argument, where in operation.arguments.items():
+        key: str | None = None
+        if argument in hide:
+            key = argument
+        elif where.wire in hide:
+            key = where.wire
+        elif where.location == "header":
+            key = headers.get(where.wire.lower())
+        if key is not None:
+            hidden[argument] = hide[key]
+            used.add(key)
+    return hidden, used
 
 
 def _component_name(route: _Route, names: Mapping[str, str]) -> str:

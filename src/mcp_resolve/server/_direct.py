@@ -38,6 +38,7 @@ from ..errors import (
     UnexpectedToolError,
 )
 from ..resources import UnsafeParameter
+from ._mount import MountedTool
 
 if TYPE_CHECKING:
     from ..tools import Tool
@@ -55,11 +56,12 @@ async def call_tool_directly(
     if context is None:
         context = Context(lambda: detached_scope(server))
     try:
-        values = tool.signature.validate(arguments)
+        if isinstance(tool, MountedTool):  # through the mount: its middleware, its lifespan_context
+            value: Any = _result(await _through_mount(tool, arguments, context))
+        else:
+            value = await tool.signature.invoke(tool.signature.validate(arguments), context)
     except ArgumentError as exc:
         raise ToolError(f"Error executing tool {name}: invalid arguments: {exc}") from exc
-    try:
-        value = await tool.signature.invoke(values, context)
     except MCPError as exc:
         if direct and exc.code == MISSING_REQUIRED_CLIENT_CAPABILITY:
             raise ToolError(
@@ -77,6 +79,30 @@ async def call_tool_directly(
     if isinstance(value, (CallToolResult, InputRequiredResult)):
         return value
     return CallToolResult.model_validate(tool.convert_result(value))
+
+
+async def _through_mount(
+    tool: MountedTool, arguments: dict[str, Any] | None, context: Context
+) -> dict[str, Any]:
+    """Run a mounted tool as its `call` would (inside its server's middleware), raising instead of
+    answering an error result; the outcome is the wire dict."""
+
+    async def inner(params: dict[str, Any], context: Context) -> dict[str, Any]:
+        if isinstance(tool.source, MountedTool):  # a mount of a mount: through that one's middleware too
+            return await _through_mount(tool.source, params.get("arguments"), context)
+        value = await tool.signature.invoke(tool.signature.validate(params.get("arguments")), context)
+        if isinstance(value, InputRequiredResult):
+            return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return tool.convert_result(value)
+
+    params = {"name": tool.source.name, "arguments": tool.request_arguments(arguments)}
+    return await tool.mount.serve("tools/call", params, context, inner)
+
+
+def _result(wire: dict[str, Any]) -> CallToolResult | InputRequiredResult:
+    if "inputRequests" in wire:
+        return InputRequiredResult.model_validate(wire)
+    return CallToolResult.model_validate(wire)
 
 
 @dataclass(frozen=True, slots=True)

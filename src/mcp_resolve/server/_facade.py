@@ -480,13 +480,17 @@ class MCPServer:
         """`from_openapi(app.openapi(), ...)` calling the ASGI `app` in this process (no socket).
 
         Headers or auth the app expects go on the client: pass
-        `client=httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url=..., headers=...)`
-        to choose it; otherwise one with no credentials is made.
+        `client=httpx.AsyncClient(transport=httpx.ASGITransport(capped_asgi_app(app, ...)), ...)`
+        to choose it; otherwise one with no credentials is made, its app capped at
+        `max_response_bytes` as it writes (the transport holds a whole answer in memory).
         """
         import httpx
 
+        from ..bridges.openapi import DEFAULT_MAX_RESPONSE_BYTES, capped_asgi_app
+
+        cap = options.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
         client = options.pop("client", None) or httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url=base_url
+            transport=httpx.ASGITransport(app=capped_asgi_app(app, cap)), base_url=base_url
         )
         return cls.from_openapi(app.openapi(), client, **options)
 

@@ -33,11 +33,12 @@ show it and a multi-round question in it rides requestState as usual.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
 from .._signature import HandlerSignature, Overrides
 from ..context import Context
@@ -57,9 +58,21 @@ if TYPE_CHECKING:
     from ._facade import MCPServer
     from ._serving import SharedLifespan
 
-__all__ = ["Mount", "MountedPrompt", "MountedResource", "MountedTemplate", "MountedTool", "mount"]
+__all__ = [
+    "Guardable",
+    "Mount",
+    "MountedPrompt",
+    "MountedResource",
+    "MountedTemplate",
+    "MountedTool",
+    "mount",
+]
 
 _URI = re.compile(r"^([^:]+://)(.*)$", re.DOTALL)
+_SERVING: contextvars.ContextVar[tuple[Mount, ...]] = contextvars.ContextVar(
+    "mcp_resolve_mounts_serving", default=()
+)
+"""The mounts whose components the current request is running in, innermost last."""
 Inner = Callable[[dict[str, Any], Context], Awaitable[dict[str, Any]]]
 
 
@@ -93,7 +106,7 @@ def mount(
         parent.registry.file_mounted(copy, joined)
     if live:
         child.registry.watch(joined)
-        child.notifications.forwards.append(joined.forward)
+    child.notifications.forwards.append(joined.forward)  # a copy's: only what its components' ctx sends
     parent.registry.mounted.append(child.registry)
     parent.registry.completion_routes.append(joined)
     lifespan.companions.append(child.running)
@@ -220,8 +233,15 @@ class Mount:
         self.parent.registry.unfile_mounted((kind, renamed), self)
 
     async def forward(self, event: ServerEvent) -> None:
-        """A change the mounted server announced, told to the parent's clients under the parent's names."""
+        """A change the mounted server announced, told to the parent's clients under the parent's names.
+
+        A copy (`import_server`) follows nothing its server says on its own, only what one of the
+        copied components says through its `ctx` while the parent serves it.
+        """
         from ..stores.bus import ResourceUpdated
+
+        if not self.live and self not in _SERVING.get():
+            return
 
         if isinstance(event, ResourceUpdated):
             event = ResourceUpdated(self.uri(event.uri))
@@ -261,6 +281,15 @@ class Mount:
         self, method: str, params: dict[str, Any], context: Context, inner: Inner
     ) -> dict[str, Any]:
         """Run `inner` as the mounted server would: its lifespan_context, inside its middleware."""
+        serving = _SERVING.set((*_SERVING.get(), self))
+        try:
+            return await self._serve(method, params, context, inner)
+        finally:
+            _SERVING.reset(serving)
+
+    async def _serve(
+        self, method: str, params: dict[str, Any], context: Context, inner: Inner
+    ) -> dict[str, Any]:
         context = self._context(context)
         middleware = self.child.middleware
         if not middleware:
@@ -295,11 +324,22 @@ class Mount:
         return {**result, "ttlMs": ttl_ms, "cacheScope": scope}
 
     def _context(self, context: Context) -> Context:
-        """The request as the mounted server's components see it: its own `lifespan_context`."""
-        if self.child.lifespan_context is None and self.parent.lifespan_context is None:
-            return context  # nothing to swap: the request's own Context, unbuilt
-        scope = dataclasses.replace(context.request_scope, lifespan_context=self.child.lifespan_context)
+        """The request as the mounted server's components see it: its own `lifespan_context`, and itself
+        as `ctx.mcp_server`, so `ctx.read_resource` reads its own resources under its own URIs and
+        `ctx.notify_*` reach the parent's clients under the parent's names (through `forward`)."""
+        scope = dataclasses.replace(
+            context.request_scope, lifespan_context=self.child.lifespan_context, server=self.child
+        )
         return Context(scope, observer=context.observer)
+
+
+@runtime_checkable
+class Guardable(Protocol):
+    """A tool not built from a Python function (a bridged tool) that can still take a mount's `hide=`."""
+
+    def guarded_signature(
+        self, name: str, hidden: Mapping[str, Resolve], overrides: Overrides
+    ) -> HandlerSignature: ...
 
 
 class MountedTool(Tool):
@@ -315,18 +355,22 @@ class MountedTool(Tool):
         self.hidden: tuple[str, ...] = tuple(hidden)
         """The arguments the parent fills from its resolver graph (`hide=`): gone from the input schema."""
         self.delegates = type(source).call is not Tool.call
-        """A tool class with its own `call` (a bridge's) is called as itself; a function tool runs here."""
+        """A tool class with its own `call` (another mount's copy) is called as itself; the rest run here,
+        through the source's signature and the source's `convert_result`."""
         self._copy_definition: dict[str, Any] | None = None
         if hidden:
-            if self.delegates:
-                raise InvalidSignature(
-                    f"tool {source.name}: hide= works on tools built from functions; this one is a "
-                    f"{type(source).__name__} (give the hiding to it where it is built)"
-                )
             overrides = _Layered(source.signature.overrides, mount.parent.dependency_overrides)
-            signature = HandlerSignature.analyse(
-                _hiding(source.fn, hidden), self.name, overrides, model_suffix="Arguments"
-            )
+            if isinstance(source, Guardable):
+                signature = source.guarded_signature(self.name, hidden, overrides)
+            elif self.delegates:
+                raise InvalidSignature(
+                    f"tool {source.name}: hide= works on tools built from functions or schemas; this one "
+                    f"is a {type(source).__name__} (give the hiding to it where it is built)"
+                )
+            else:
+                signature = HandlerSignature.analyse(
+                    _hiding(source.fn, hidden), self.name, overrides, model_suffix="Arguments"
+                )
             signature.before_body = source.signature.before_body
             self.signature = signature
             self.input_schema = _without(source.input_schema, hidden)
@@ -340,10 +384,20 @@ class MountedTool(Tool):
             self._copy_definition = definition
         return self._copy_definition
 
+    def convert_result(self, value: Any) -> dict[str, Any]:
+        """The source tool's own conversion (a bridged tool passes its wire dict through as it is)."""
+        return self.source.convert_result(value)
+
+    def request_arguments(self, arguments: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The arguments as the mounted server's middleware sees them: hidden names gone, so a value
+        a client sent for one (dropped anyway) never looks like the one the tool runs with."""
+        if not self.hidden or not isinstance(arguments, dict):
+            return arguments
+        return {key: value for key, value in arguments.items() if key not in self.hidden}
+
     async def call(self, arguments: dict[str, Any] | None, context: Context) -> dict[str, Any]:
-        return await self.mount.serve(
-            "tools/call", {"name": self.source.name, "arguments": arguments}, context, self._call
-        )
+        params = {"name": self.source.name, "arguments": self.request_arguments(arguments)}
+        return await self.mount.serve("tools/call", params, context, self._call)
 
     async def _call(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         arguments = params.get("arguments")

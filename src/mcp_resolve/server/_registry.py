@@ -242,6 +242,9 @@ class Registry:
         """Unregister a prompt; ValueError if there is none of that name (the official SDK's error)."""
         if self._prompts.pop(name, None) is None:
             raise ValueError(f"Unknown prompt: {name}")
+        self._owners.pop(("prompt", name), None)
+        for watcher in list(self._watchers):  # the servers this one is mounted in drop their copies
+            watcher.removed(("prompt", name))
 
     def _warn_if_taken(self, kind: Kind, key: str, registered: Mapping[str, object]) -> None:
         """A second registration under one name replaces the first; say so unless told not to."""

@@ -40,6 +40,10 @@ class SharedLifespan:
         self.companions: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
         """Entered after the lifespan and left before it: the `running()` of each server mounted in this one."""
         self._companions: AsyncExitStack | None = None
+        self.changing: anyio.Event | None = None
+        """Set while the first user enters or the last one leaves: others wait for it, so two users
+        arriving at once enter the lifespan (and each mounted server's) once. Made per change, so
+        no event outlives the loop it was made in."""
 
     async def enter_companions(self) -> None:
         stack = AsyncExitStack()
@@ -79,9 +83,34 @@ class SharedLifespan:
 @asynccontextmanager
 async def running(server: MCPServer, lifespan: SharedLifespan) -> AsyncIterator[MCPServer]:
     """Run `lifespan` once however many transports or connections share `server`."""
-    if lifespan.users == 0 and lifespan.fn is not None:
+    while lifespan.changing is not None:  # another user is entering or leaving it: wait for the outcome
+        await lifespan.changing.wait()
+    if lifespan.users == 0:
+        lifespan.changing = anyio.Event()
+        try:
+            await _first_one_in(server, lifespan)
+        finally:
+            changed, lifespan.changing = lifespan.changing, None
+            changed.set()
+    lifespan.users += 1  # no await since the check: nobody else enters in between
+    try:
+        yield server
+    finally:
+        lifespan.users -= 1
+        if lifespan.users == 0 and lifespan.changing is None:
+            lifespan.changing = anyio.Event()
+            try:
+                await _last_one_out(server, lifespan)
+            finally:
+                changed, lifespan.changing = lifespan.changing, None
+                changed.set()
+
+
+async def _first_one_in(server: MCPServer, lifespan: SharedLifespan) -> None:
+    """The first user: enter the lifespan, then the mounted servers' (leaving it again if they fail)."""
+    if lifespan.fn is not None:
         server.lifespan_context = await lifespan.enter(server)
-    if lifespan.users == 0 and lifespan.companions:
+    if lifespan.companions:
         try:
             await lifespan.enter_companions()
         except BaseException:
@@ -89,13 +118,6 @@ async def running(server: MCPServer, lifespan: SharedLifespan) -> AsyncIterator[
                 await lifespan.exit()
                 server.lifespan_context = None
             raise
-    lifespan.users += 1
-    try:
-        yield server
-    finally:
-        lifespan.users -= 1
-        if lifespan.users == 0:
-            await _last_one_out(server, lifespan)
 
 
 async def _last_one_out(server: MCPServer, lifespan: SharedLifespan) -> None:

@@ -15,7 +15,9 @@ Bounds and checks, as on the Streamable HTTP endpoint: Host and Origin
 (DNS rebinding), the bearer token of a protected server on the GET and on
 every POST (with a tool's `scopes=`), a POST only from the principal that
 opened the session, a body size cap (413), the messages waiting for a
-session's dispatch (503 past it), and the open streams in all (503) and per
+session's dispatch and the requests it runs at once (503 past either), a
+deadline on every write down the stream (a client that stops reading loses
+its session instead of holding the server's writes), and the open streams in all (503) and per
 client (429), which bounds the sessions, since each is one stream. Session
 ids are unguessable (128 bits).
 """
@@ -81,8 +83,11 @@ class SSEOptions:
     loopback). `max_streams` bounds the sessions open at once (503 past it)
     and `max_streams_per_client` those of one client, its principal or else
     its address (429). `inbox` bounds the messages of one session waiting to
-    be dispatched (a POST past it gets 503). `question_timeout`: seconds a
-    question to the client waits for its answer.
+    be dispatched (a POST past it gets 503), `max_in_flight` the requests
+    of one session running at once (a request POSTed past it gets 503).
+    `write_timeout`: seconds one write down the stream may wait for a client
+    that stopped reading; past it the session ends. `question_timeout`:
+    seconds a question to the client waits for its answer.
     """
 
     sse_path: str = "/sse"
@@ -94,14 +99,18 @@ class SSEOptions:
     max_streams: int | None = 1000
     max_streams_per_client: int | None = 32
     inbox: int = 64
+    max_in_flight: int = 32
+    write_timeout: float = 30.0
     question_timeout: float | None = 300.0
     mount_path: str = ""
     """Where a parent app mounts this one, for the `endpoint` event when the parent sets no ASGI
     `root_path` (Starlette's `Mount` does set it, and then this is not needed)."""
 
     def __post_init__(self) -> None:
-        if self.max_body_bytes <= 0 or self.ping_interval <= 0 or self.inbox <= 0:
-            raise ValueError("max_body_bytes, ping_interval and inbox must be positive")
+        if self.max_body_bytes <= 0 or self.ping_interval <= 0 or self.inbox <= 0 or self.max_in_flight <= 0:
+            raise ValueError("max_body_bytes, ping_interval, inbox and max_in_flight must be positive")
+        if not 0 < self.write_timeout < float("inf"):
+            raise ValueError("write_timeout must be positive and finite")
         if not self.message_path.endswith("/"):
             raise ValueError("message_path must end with '/' (it is mounted: '/messages/')")
 
@@ -118,16 +127,30 @@ class _Session:
         self.lock = anyio.Lock()
         self.send: Send | None = None
         self.gone = False
+        self.ended = anyio.Event()
+        """Set when a write found the client gone or stalled: the stream then ends the session."""
+        self.in_flight = 0
+        """Requests POSTed and not yet answered."""
+        self.write_timeout = options.write_timeout
 
     async def write(self, chunk: bytes) -> None:
-        """One chunk down the GET stream; once the client is gone, nothing (the session is ending)."""
+        """One chunk down the GET stream; once the client is gone or stalled, nothing (the session ends)."""
         async with self.lock:
             if self.gone or self.send is None:
                 return
             try:
-                await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except OSError:
+                with anyio.fail_after(self.write_timeout):
+                    await self.send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except (OSError, TimeoutError):
                 self.gone = True
+                self.ended.set()
+
+    async def handle(self, message: IncomingRequest) -> None:
+        """Run one request, counted in `in_flight` until it is answered."""
+        try:
+            await self.connection.handle_request(message, self.sink)
+        finally:
+            self.in_flight -= 1
 
     async def sink(self, message: dict[str, Any]) -> None:
         await self.write(b"event: message\ndata: " + encode(message) + b"\n\n")
@@ -214,6 +237,7 @@ class SSEEndpoints:
                 async with anyio.create_task_group() as group:
                     group.start_soon(_until_disconnect, receive, group.cancel_scope)
                     group.start_soon(_until_set, stopped, group.cancel_scope)
+                    group.start_soon(_until_set, session.ended, group.cancel_scope)
                     group.start_soon(_ping, session, self.options.ping_interval)
                     await self._serve(session)
                     group.cancel_scope.cancel()
@@ -223,9 +247,12 @@ class SSEEndpoints:
             session.connection.fail_questions("the client closed the SSE stream")
             with anyio.CancelScope(shield=True):  # the response ends cleanly even when cancelled
                 async with session.lock:
-                    session.gone = True
-                    if session.send is not None:
-                        with contextlib.suppress(OSError):  # the client may be gone already
+                    stalled, session.gone = session.gone, True
+                    if session.send is not None and not stalled:  # a stalled client gets its connection cut
+                        with (
+                            contextlib.suppress(OSError, TimeoutError),
+                            anyio.fail_after(session.write_timeout),
+                        ):
                             await send({"type": "http.response.body", "body": b""})
 
     async def _serve(self, session: _Session) -> None:
@@ -236,7 +263,7 @@ class SSEEndpoints:
             async with anyio.create_task_group() as group, session.inbox:
                 async for message in session.inbox:
                     if isinstance(message, IncomingRequest):
-                        group.start_soon(connection.handle_request, message, session.sink)
+                        group.start_soon(session.handle, message)
                     elif isinstance(message, IncomingNotification):
                         await connection.handle_notification(message)
                     else:
@@ -287,6 +314,11 @@ class SSEEndpoints:
                     return refused
             message.access_token = token
             message.headers = headers
+            if session.in_flight >= self.options.max_in_flight:
+                return PlainTextResponse(
+                    "Service Unavailable: too many requests in flight", 503, {"Retry-After": "1"}
+                )
+        counted = isinstance(message, IncomingRequest)
         try:
             session.inbox_in.send_nowait(message)
         except anyio.WouldBlock:
@@ -295,6 +327,8 @@ class SSEEndpoints:
             )
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             return PlainTextResponse("Could not find session", status_code=404)
+        if counted:
+            session.in_flight += 1  # from queued to answered; `_Session.handle` counts it out
         return PlainTextResponse("Accepted", status_code=202)
 
 
