@@ -19,9 +19,9 @@ from mcp_types import ElicitRequestFormParams
 
 from mcp_resolve import Client, MCPServer
 from mcp_resolve.transports.memory import MemoryPipe, connect_in_memory
+from refund_story_helpers import Person, run_story
 from servers.raw_stdio import modern_meta
 from test_modern_respond import QUESTION, wrapping_server
-from test_refund_desk import Person, run_story
 
 pytestmark = pytest.mark.anyio
 

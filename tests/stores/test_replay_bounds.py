@@ -30,7 +30,7 @@ from mcp_resolve.telemetry import instrument
 from redis_helpers import RedisServer
 from servers.state_server import build_refund_desk
 from servers.state_wire import FROZEN
-from test_state_single_use import REFUND, Desk, next_round, refunds, rounds_to_final
+from single_use_helpers import REFUND, Desk, next_round, refunds, rounds_to_final
 
 pytestmark = pytest.mark.anyio
 
