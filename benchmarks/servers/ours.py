@@ -12,9 +12,13 @@ from pydantic import BaseModel, Field
 
 from mcp_resolve import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, ToolError
 
-from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, serve_from_argv
+from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, production_module, serve_from_argv
 
-mcp = MCPServer("bench")
+production = production_module()
+
+mcp = MCPServer("bench", **production.ours_options()) if production else MCPServer("bench")
+if production:
+    production.ours_tracing(mcp)
 
 
 # -- W1 ------------------------------------------------------------------------------------

@@ -1,0 +1,456 @@
+"""The production legs of `make bench` (`make bench-production`): what a deployment adds, measured beside the peers.
+
+`run.py` measures the frameworks bare. These legs measure them as they run
+in production: a JWT on every request, single-use claims and sessions in
+Redis, tracing on, and each event loop and resolver style a user may launch
+with. Each leg starts every server it compares under uvicorn (httptools) on
+loopback, drives each with the official `mcp` Client, and lets them take
+turns block by block (as `run.py` does), so each ratio is taken within the
+run: per block pair that ran back to back, with its 95 % interval
+(`report.median_interval`). The primary figure is the server's CPU per call;
+calls/s, p50/p99 latency and peak RSS come with it. On HTTP 2026-07-28 the
+bare ASGI app (`servers/floor.py`) runs beside them on the same loop, and W1
+is also given as a multiple of it.
+
+    python benchmarks/production.py                    # every leg, about ten minutes
+    python benchmarks/production.py --legs jwt redis   # some legs
+    python benchmarks/production.py --quick            # a few calls of everything: proves it runs
+
+Results go to `benchmarks/results/production-<time>.json` (git-ignored). See
+README.md, "Production legs".
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import anyio
+
+from benchmarks import harness, report
+from benchmarks.workloads import WORKLOADS
+
+RESULTS = Path(__file__).resolve().parent / "results"
+STATE_KEYS = "bench-production-state-key-0123456789abcdefghij"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One server in a leg: a bench server module, the settings it runs with, and how it is driven."""
+
+    label: str
+    module: str
+    env: tuple[tuple[str, str], ...] = ()
+    mode: str = "auto"  # the official client's mode: "auto" (2026-07-28) or "legacy" (the handshake era)
+    jwt: bool = False  # every request carries a bearer JWT
+    workloads: tuple[str, ...] | None = None  # None: every workload of the leg
+    reference: str | None = None  # the label its ratio is taken against, when not the leg's
+
+
+@dataclass(frozen=True)
+class Leg:
+    name: str
+    title: str
+    workloads: tuple[str, ...]
+    entries: tuple[Entry, ...]
+    reference: str  # the label every ratio is taken against
+    floor: str | None = None  # the label of the bare app on the same loop, for W1's "x floor"
+    redis: bool = False
+    jwks: bool = False
+
+
+def _loop(loop: str) -> tuple[tuple[str, str], ...]:
+    return (("BENCH_LOOP", loop),)
+
+
+def _loop_leg(loop: str) -> Leg:
+    env = _loop(loop)
+    return Leg(
+        f"loop-{loop}",
+        f"{loop} loop: both resolver styles, HTTP 2026-07-28",
+        ("W1", "W4"),
+        (
+            Entry("official", "official", env),
+            Entry("ours async def", "ours", env),
+            Entry("ours def", "ours_sync", env),
+            Entry("floor", "floor", env, workloads=("W1",)),
+        ),
+        reference="official",
+        floor="floor",
+    )
+
+
+JWT = (("BENCH_JWT", "1"),)
+LEGS = {
+    "loop-asyncio": _loop_leg("asyncio"),
+    "loop-uvloop": _loop_leg("uvloop"),
+    "jwt": Leg(
+        "jwt",
+        "a JWT (RS256, JWKS cached) on every request, HTTP 2026-07-28, uvloop",
+        ("W1", "W4"),
+        (
+            Entry("official + JWT", "official", jwt=True),
+            Entry("ours + JWT", "ours", jwt=True),
+            Entry("ours, no auth", "ours"),
+            Entry("floor", "floor", workloads=("W1",)),
+        ),
+        reference="official + JWT",
+        floor="floor",
+        jwks=True,
+    ),
+    "redis": Leg(
+        "redis",
+        "W4 with every store in Redis (single-use claims; handshake-era sessions and events), uvloop",
+        ("W4",),
+        (
+            Entry("official", "official"),
+            Entry("ours, memory", "ours"),
+            Entry("ours, Redis", "ours", (("BENCH_REDIS", "1"),)),
+            Entry("official handshake", "official", mode="legacy"),
+            Entry("ours handshake, memory", "ours", mode="legacy", reference="official handshake"),
+            Entry(
+                "ours handshake, Redis",
+                "ours",
+                (("BENCH_REDIS", "1"),),
+                mode="legacy",
+                reference="official handshake",
+            ),
+        ),
+        reference="official",
+        redis=True,
+    ),
+    "tracing": Leg(
+        "tracing",
+        "W1 with tracing on (instrument()), HTTP 2026-07-28, uvloop",
+        ("W1",),
+        (
+            Entry("official", "official"),
+            Entry("ours", "ours"),
+            Entry("ours traced, no SDK", "ours", (("BENCH_TRACING", "api"),)),
+            Entry("ours traced, SDK", "ours", (("BENCH_TRACING", "sdk"),)),
+            Entry("floor", "floor"),
+        ),
+        reference="official",
+        floor="floor",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    calls: dict[str, int]
+    warmup: int
+    reps: int
+    blocks: int
+
+
+FULL = Sizes({"W1": 600, "W4": 60}, warmup=30, reps=2, blocks=4)
+QUICK = Sizes({"W1": 10, "W4": 3}, warmup=2, reps=1, blocks=2)
+
+
+# -- what the legs stand on: an issuer's JWKS, a Redis, the servers ---------------------------------
+class Issuer:
+    """An RS256 key, its JWKS served over loopback HTTP (stdlib, in a thread), and the tokens it signs."""
+
+    def __init__(self) -> None:
+        from joserfc.jwk import RSAKey
+
+        self.key = RSAKey.generate_key(2048, parameters={"kid": "bench-1"})
+        public = json.dumps({"keys": [self.key.as_dict(private=False)]}).encode()
+        self.fetches = 0
+        issuer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                issuer.fetches += 1
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(public)))
+                self.end_headers()
+                self.wfile.write(public)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def token(self, resource: str) -> str:
+        from joserfc import jwt
+
+        now = int(time.time())
+        claims = {"iss": self.base, "aud": resource, "sub": "bench", "client_id": "bench", "scope": "mcp"}
+        return jwt.encode(
+            {"alg": "RS256", "kid": "bench-1"}, {**claims, "iat": now, "exp": now + 3600}, self.key
+        )
+
+    def close(self) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    directory = tempfile.mkdtemp(prefix="bench-redis-")
+    port = harness.free_port()
+    process = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            directory,
+            "--maxmemory-policy",
+            "noeviction",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        _wait_listening(port, process)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _wait_listening(port: int, process: subprocess.Popen[Any]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"process on port {port} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"nothing listens on {port}") from None
+            time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def serve(entry: Entry, log: Any, issuer: Issuer | None, redis_url: str | None) -> Iterator[tuple[int, str]]:
+    port = harness.free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    env = {**os.environ, "MCP_RESOLVE_STATE_KEYS": STATE_KEYS, **dict(entry.env)}
+    env.pop("BENCH_JWT", None)
+    if entry.jwt and issuer is not None:
+        env.update(BENCH_JWKS=f"{issuer.base}/jwks", BENCH_ISSUER=issuer.base, BENCH_RESOURCE=url)
+    if env.get("BENCH_REDIS") and redis_url:
+        env["BENCH_REDIS"] = redis_url
+    process = subprocess.Popen(
+        [sys.executable, "-m", f"benchmarks.servers.{entry.module}", "http", str(port)],
+        cwd=harness.ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
+    try:
+        _wait_listening(port, process)
+        yield process.pid, url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- measuring ----------------------------------------------------------------------------------
+@dataclass
+class Figures:
+    calls: int = 0
+    cpu: float = 0.0
+    wall: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+    block_cpu_ms: list[float] = field(default_factory=list)
+
+
+async def measure_leg(leg: Leg, sizes: Sizes, log: Any) -> dict[str, Any]:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    with contextlib.ExitStack() as stack:
+        issuer = Issuer() if leg.jwks else None
+        if issuer is not None:
+            stack.callback(issuer.close)
+        redis_url = stack.enter_context(redis_server()) if leg.redis else None
+        servers = {e.label: stack.enter_context(serve(e, log, issuer, redis_url)) for e in leg.entries}
+        results: dict[str, Any] = {}
+        async with contextlib.AsyncExitStack() as clients_stack:
+            clients: dict[str, Any] = {}
+            for entry in leg.entries:
+                pid, url = servers[entry.label]
+                http = None
+                if entry.jwt and issuer is not None:
+                    import httpx2
+
+                    headers = {"Authorization": f"Bearer {issuer.token(url)}"}
+                    http = await clients_stack.enter_async_context(
+                        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+                    )
+                transport = streamable_http_client(url, http_client=http)
+                clients[entry.label] = await clients_stack.enter_async_context(
+                    Client(transport, mode=entry.mode, elicitation_callback=harness.Answerer())  # type: ignore[arg-type]
+                )
+            for key in leg.workloads:
+                workload = WORKLOADS[key]
+                here = [e for e in leg.entries if e.workloads is None or key in e.workloads]
+                figures = {e.label: Figures() for e in here}
+                for entry in here:
+                    for _ in range(sizes.warmup):
+                        await workload.call(clients[entry.label])
+                per_block = max(1, sizes.calls[key] // sizes.blocks)
+                for _ in range(sizes.reps * sizes.blocks):
+                    for entry in here:
+                        pid = servers[entry.label][0]
+                        cpu0, wall0 = harness.process_cpu(pid), time.perf_counter()
+                        latencies = await harness.timed_calls(
+                            [clients[entry.label]], workload.call, per_block
+                        )
+                        wall = time.perf_counter() - wall0
+                        cpu = harness.process_cpu(pid) - cpu0
+                        f = figures[entry.label]
+                        f.calls += per_block
+                        f.cpu += cpu
+                        f.wall += wall
+                        f.latencies += latencies
+                        f.block_cpu_ms.append(cpu / per_block * 1000)
+                references = {e.label: e.reference or leg.reference for e in here}
+                results[key] = _summarise(leg, figures, servers, references)
+        fetches = None if issuer is None else issuer.fetches  # each verifier fetched the JWKS once, or more
+        return {"title": leg.title, "workloads": results, "jwks_fetches": fetches}
+
+
+def _summarise(
+    leg: Leg, figures: dict[str, Figures], servers: dict[str, tuple[int, str]], references: dict[str, str]
+) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    floor = figures.get(leg.floor) if leg.floor else None
+    for label, f in figures.items():
+        reference = None if label == leg.reference else figures.get(references[label])
+        latencies = sorted(f.latencies)
+        row: dict[str, Any] = {
+            "calls": f.calls,
+            "cpu_ms_per_call": f.cpu / f.calls * 1000,
+            "calls_per_s": f.calls / f.wall,
+            "p50_ms": latencies[len(latencies) // 2] * 1000,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+            "peak_rss_mib": harness.process_memory(servers[label][0])[1],
+        }
+        for name, other in (("x_ref", reference), ("x_floor", floor)):
+            if other is None or other is f:
+                continue
+            pairs = [
+                mine / theirs
+                for mine, theirs in zip(f.block_cpu_ms, other.block_cpu_ms, strict=True)
+                if theirs > 0
+            ]
+            if pairs:
+                row[name] = sorted(pairs)[len(pairs) // 2] if len(pairs) % 2 else _mid(pairs)
+                row[name + "_interval"] = report.median_interval(pairs)
+        if reference is not None and reference is not f:
+            row["reference"] = references[label]
+            row["rss_x_ref"] = row["peak_rss_mib"] / harness.process_memory(servers[references[label]][0])[1]
+        rows[label] = row
+    return rows
+
+
+def _mid(values: list[float]) -> float:
+    ordered = sorted(values)
+    return (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def render(name: str, leg: dict[str, Any], reference: str, floor: str | None) -> str:
+    lines = [f"### {name}: {leg['title']}", ""]
+    for key, rows in leg["workloads"].items():
+        lines += [
+            f"{key} | CPU ms/call | x {reference}* (95 % interval) | x floor | calls/s | p50 ms | p99 ms | peak RSS MiB | RSS x ref",
+            "--- | --- | --- | --- | --- | --- | --- | --- | ---",
+        ]
+        for label, row in rows.items():
+            interval = row.get("x_ref_interval")
+            ratio = _fmt(row.get("x_ref"))
+            if interval:
+                ratio += f" ({interval[0]:.2f} to {interval[1]:.2f})"
+            lines.append(
+                f"{label} | {_fmt(row['cpu_ms_per_call'], 3)} | {ratio} | {_fmt(row.get('x_floor'))} | "
+                f"{row['calls_per_s']:.0f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+                f"{row['peak_rss_mib']:.1f} | {_fmt(row.get('rss_x_ref'))}"
+            )
+        lines.append("")
+    others = {
+        row["reference"] for rows in leg["workloads"].values() for row in rows.values() if "reference" in row
+    }
+    if others - {reference}:
+        lines += [f"\\* handshake-era rows against {', '.join(sorted(others - {reference}))}", ""]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--legs", nargs="+", choices=sorted(LEGS), default=list(LEGS))
+    parser.add_argument(
+        "--quick", action="store_true", help="a few calls per leg: proves it runs, figures mean nothing"
+    )
+    parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    if args.reps:
+        sizes = Sizes(sizes.calls, sizes.warmup, args.reps, sizes.blocks)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = args.out / f"production-{stamp}.json"
+    results: dict[str, Any] = {
+        "commit": harness.git_commit(),
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+        "quick": args.quick,
+        "legs": {},
+    }
+    with open(path.with_suffix(".log"), "w") as log:
+        for name in args.legs:
+            leg = LEGS[name]
+            started = time.monotonic()
+            results["legs"][name] = anyio.run(measure_leg, leg, sizes, log)
+            results["legs"][name]["seconds"] = time.monotonic() - started
+            print(render(name, results["legs"][name], leg.reference, leg.floor), flush=True)
+    results["load_average_after"] = os.getloadavg()
+    path.write_text(json.dumps(results, indent=2))
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
