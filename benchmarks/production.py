@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -158,10 +158,13 @@ class Sizes:
     warmup: int
     reps: int
     blocks: int
+    streams: int = 5000  # the idle-streams leg: streams of each kind held open at once
+    idle_seconds: float = 10.0  # how long the server's CPU is read while they idle
 
 
 FULL = Sizes({"W1": 600, "W4": 60}, warmup=30, reps=2, blocks=4)
-QUICK = Sizes({"W1": 10, "W4": 3}, warmup=2, reps=1, blocks=2)
+QUICK = Sizes({"W1": 10, "W4": 3}, warmup=2, reps=1, blocks=2, streams=40, idle_seconds=1.0)
+IDLE_LEG = "idle-streams"
 
 
 # -- what the legs stand on: an issuer's JWKS, a Redis, the servers ---------------------------------
@@ -346,6 +349,156 @@ async def measure_leg(leg: Leg, sizes: Sizes, log: Any) -> dict[str, Any]:
         return {"title": leg.title, "workloads": results, "jwks_fetches": fetches}
 
 
+# -- the idle-streams leg ---------------------------------------------------------------------------
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+def _raw_request(port: int, method: str, headers: dict[str, str], body: bytes = b"") -> bytes:
+    lines = [f"{method} /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", *(f"{k}: {v}" for k, v in headers.items())]
+    if body:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def _open_stream(port: int, request: bytes, until: bytes) -> Any:
+    """A raw connection that sent `request` and read its 200 up to `until`; kept open (it idles)."""
+    import asyncio
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    data = b""
+    while until not in data:
+        chunk = await asyncio.wait_for(reader.read(65536), 30)
+        if not chunk:
+            raise RuntimeError(f"stream closed: {data[:200]!r}")
+        data += chunk
+    if not data.startswith(b"HTTP/1.1 200"):
+        raise RuntimeError(f"stream refused: {data[:200]!r}")
+    return writer
+
+
+async def _listen_request(port: int, index: int) -> tuple[bytes, bytes]:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": index,
+            "method": "subscriptions/listen",
+            "params": {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META},
+        }
+    ).encode()
+    headers = {
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "subscriptions/listen",
+        "Accept": "application/json, text/event-stream",
+    }
+    return _raw_request(port, "POST", headers, body), b"notifications/subscriptions/acknowledged"
+
+
+async def _get_request(port: int, http: Any) -> tuple[bytes, bytes]:
+    """A handshake-era session (initialize, initialized) and the GET that opens its stream."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    accept = {"Accept": "application/json, text/event-stream"}
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+    answer = await http.post(url, json=init, headers=accept)
+    session = answer.headers["mcp-session-id"]
+    headers = {**accept, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    get = {"Accept": "text/event-stream", "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    return _raw_request(port, "GET", get), b"\r\n\r\n"
+
+
+async def measure_idle_streams(sizes: Sizes, log: Any) -> dict[str, Any]:
+    """`sizes.streams` idle listen streams, then as many handshake-era GET streams, on one worker of ours.
+
+    For each kind: the RSS each stream adds, the server's CPU per second while
+    they idle (what per-stream timers would show), and W1's latency with them open
+    against the same worker's before they were opened.
+    """
+    import asyncio
+
+    import httpx
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    entry = Entry("ours", "ours", (("BENCH_STREAMS", str(sizes.streams + 50)),))
+    calls = max(20, sizes.calls["W1"] // 3)
+    results: dict[str, Any] = {"streams": sizes.streams, "idle_seconds": sizes.idle_seconds}
+    with serve(entry, log, None, None) as (pid, url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        async with Client(streamable_http_client(url), mode="auto") as client:
+            for _ in range(sizes.warmup):
+                await WORKLOADS["W1"].call(client)
+            base = sorted(await harness.timed_calls([client], WORKLOADS["W1"].call, calls))
+            results["baseline"] = {"p50_ms": base[len(base) // 2] * 1000, "p99_ms": _p99(base) * 1000}
+            for kind in ("listen", "GET"):
+                await asyncio.sleep(1)
+                before = harness.process_memory(pid)[0]
+                writers: list[Any] = []
+                async with httpx.AsyncClient(timeout=30) as http:
+                    for index in range(sizes.streams):
+                        if kind == "listen":
+                            request, until = await _listen_request(port, index)
+                        else:
+                            request, until = await _get_request(port, http)
+                        writers.append(await _open_stream(port, request, until))
+                await asyncio.sleep(2)
+                after = harness.process_memory(pid)[0]
+                cpu0 = harness.process_cpu(pid)
+                await asyncio.sleep(sizes.idle_seconds)
+                idle_cpu = harness.process_cpu(pid) - cpu0
+                open_calls = sorted(await harness.timed_calls([client], WORKLOADS["W1"].call, calls))
+                results[kind] = {
+                    "rss_kib_per_stream": (after - before) * 1024 / sizes.streams,
+                    "rss_before_mib": before,
+                    "rss_after_mib": after,
+                    "idle_cpu_ms_per_s": idle_cpu / sizes.idle_seconds * 1000,
+                    "p50_ms": open_calls[len(open_calls) // 2] * 1000,
+                    "p99_ms": _p99(open_calls) * 1000,
+                }
+                for writer in writers:
+                    writer.close()
+                await asyncio.sleep(1)
+    return {
+        "title": f"{sizes.streams} idle streams of each kind on one worker of ours (uvloop)",
+        "idle": results,
+    }
+
+
+def _p99(ordered: list[float]) -> float:
+    return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+def render_idle(leg: dict[str, Any]) -> str:
+    idle = leg["idle"]
+    lines = [
+        f"### {IDLE_LEG}: {leg['title']}",
+        "",
+        "streams | RSS KiB per stream | idle CPU ms/s | W1 p50 ms | W1 p99 ms",
+        "--- | --- | --- | --- | ---",
+        f"none | — | — | {idle['baseline']['p50_ms']:.2f} | {idle['baseline']['p99_ms']:.2f}",
+    ]
+    for kind in ("listen", "GET"):
+        row = idle[kind]
+        lines.append(
+            f"{idle['streams']} {kind} | {row['rss_kib_per_stream']:.1f} | {row['idle_cpu_ms_per_s']:.2f} | "
+            f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f}"
+        )
+    return "\n".join([*lines, ""])
+
+
 def _summarise(
     leg: Leg, figures: dict[str, Figures], servers: dict[str, tuple[int, str]], references: dict[str, str]
 ) -> dict[str, Any]:
@@ -419,16 +572,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--legs", nargs="+", choices=sorted(LEGS), default=list(LEGS))
+    parser.add_argument("--legs", nargs="+", choices=[*sorted(LEGS), IDLE_LEG], default=[*LEGS, IDLE_LEG])
     parser.add_argument(
         "--quick", action="store_true", help="a few calls per leg: proves it runs, figures mean nothing"
     )
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--streams", type=int, default=None, help="idle streams of each kind (default 5000)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     if args.reps:
-        sizes = Sizes(sizes.calls, sizes.warmup, args.reps, sizes.blocks)
+        sizes = replace(sizes, reps=args.reps)
+    if args.streams:
+        sizes = replace(sizes, streams=args.streams)
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     path = args.out / f"production-{stamp}.json"
@@ -441,11 +597,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     with open(path.with_suffix(".log"), "w") as log:
         for name in args.legs:
-            leg = LEGS[name]
             started = time.monotonic()
-            results["legs"][name] = anyio.run(measure_leg, leg, sizes, log)
+            if name == IDLE_LEG:
+                results["legs"][name] = anyio.run(measure_idle_streams, sizes, log)
+                print(render_idle(results["legs"][name]), flush=True)
+            else:
+                leg = LEGS[name]
+                results["legs"][name] = anyio.run(measure_leg, leg, sizes, log)
+                print(render(name, results["legs"][name], leg.reference, leg.floor), flush=True)
             results["legs"][name]["seconds"] = time.monotonic() - started
-            print(render(name, results["legs"][name], leg.reference, leg.floor), flush=True)
     results["load_average_after"] = os.getloadavg()
     path.write_text(json.dumps(results, indent=2))
     print(f"results: {path}")

@@ -27,8 +27,10 @@ def delivery_for(stock: int) -> str:
 
 def production_module() -> Any:
     """`servers/_production.py` when the driver asked for a production setting (BENCH_JWKS, BENCH_REDIS,
-    BENCH_TRACING), else None: a plain bench server imports nothing more."""
-    if not any(os.environ.get(name) for name in ("BENCH_JWKS", "BENCH_REDIS", "BENCH_TRACING")):
+    BENCH_TRACING, BENCH_STREAMS), else None: a plain bench server imports nothing more."""
+    if not any(
+        os.environ.get(name) for name in ("BENCH_JWKS", "BENCH_REDIS", "BENCH_TRACING", "BENCH_STREAMS")
+    ):
         return None
     from . import _production
 

@@ -13,6 +13,9 @@ these variables set; unset, a server is exactly the one `run.py` measures:
 * `BENCH_TRACING`: `api` instruments the server with no SDK configured (spans
   are the API's no-ops); `sdk` also configures the OpenTelemetry SDK with a
   batch processor and an exporter that drops what it is given.
+* `BENCH_STREAMS`: ours lets that many long-lived streams be open at once,
+  from one client, with as many handshake sessions (the idle-streams leg
+  opens thousands from one load process).
 
 Imported by the server modules only when one of these is set.
 """
@@ -44,6 +47,21 @@ def ours_options() -> dict[str, Any]:
     if os.environ.get("BENCH_REDIS"):
         options["redis_url"] = os.environ["BENCH_REDIS"]
     return options
+
+
+def ours_http_app(server: Any) -> Any:
+    """`server.streamable_http_app`, with room for $BENCH_STREAMS streams from one client when set."""
+    streams = int(os.environ.get("BENCH_STREAMS") or 0)
+    if not streams:
+        return server.streamable_http_app
+    server.notifications.max_streams = streams  # the process-wide cap on listen streams
+    options = {
+        "max_streams": streams,
+        "max_streams_per_client": streams,
+        "max_sessions": streams + 100,
+        "max_sessions_per_client": streams + 100,
+    }
+    return lambda: server.streamable_http_app(**options)
 
 
 def ours_tracing(server: Any) -> None:

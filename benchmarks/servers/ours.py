@@ -174,4 +174,4 @@ def register_many(n: int) -> Any:
 
 
 if __name__ == "__main__":
-    serve_from_argv(mcp.run, mcp.streamable_http_app)
+    serve_from_argv(mcp.run, production.ours_http_app(mcp) if production else mcp.streamable_http_app)
