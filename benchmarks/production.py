@@ -159,12 +159,15 @@ class Sizes:
     reps: int
     blocks: int
     streams: int = 5000  # the idle-streams leg: streams of each kind held open at once
-    idle_seconds: float = 10.0  # how long the server's CPU is read while they idle
+    idle_seconds: float = 15.0  # how long the server's CPU is read while they idle: one keep-alive period
 
 
 FULL = Sizes({"W1": 600, "W4": 60}, warmup=30, reps=2, blocks=4)
 QUICK = Sizes({"W1": 10, "W4": 3}, warmup=2, reps=1, blocks=2, streams=40, idle_seconds=1.0)
 IDLE_LEG = "idle-streams"
+FLEET_LEG = "fleet"
+FLEET_SIZES = (1, 2, 3)
+FLEET_CLIENTS = (16, 64)
 
 
 # -- what the legs stand on: an issuer's JWKS, a Redis, the servers ---------------------------------
@@ -477,6 +480,120 @@ async def measure_idle_streams(sizes: Sizes, log: Any) -> dict[str, Any]:
     }
 
 
+# -- the fleet leg ---------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _nginx(ports: list[int]) -> Iterator[str]:
+    """nginx with the tested docs/deploy/nginx.conf in front of `ports`, set up as tests/fleet_helpers.py does."""
+    sys.path.insert(0, str(harness.ROOT / "tests"))
+    from fleet_helpers import Nginx
+
+    nginx = Nginx(ports)
+    try:
+        yield nginx.url
+    finally:
+        nginx.close()
+
+
+async def _load_block(workers: list[subprocess.Popen[str]], calls: int) -> tuple[float, list[float]]:
+    """Tell every load worker `go`, wait for all; the block's wall time and every call's latency."""
+    started = time.perf_counter()
+    share, extra = divmod(calls, len(workers))
+    for index, worker in enumerate(workers):
+        assert worker.stdin is not None
+        worker.stdin.write(f"go {share + (index < extra)}\n")
+        worker.stdin.flush()
+    latencies: list[float] = []
+    for worker in workers:
+        assert worker.stdout is not None
+        line = await anyio.to_thread.run_sync(worker.stdout.readline)
+        latencies += json.loads(line)["latencies"]
+    return time.perf_counter() - started, latencies
+
+
+async def measure_fleet(sizes: Sizes, log: Any) -> dict[str, Any]:
+    """W1 through nginx to 1, 2 and 3 workers of ours sharing Redis, from 16 and 64 clients in two load
+    processes: calls/s, p50 and p99, and the throughput against one worker's at the same client count."""
+    rows: dict[str, Any] = {}
+    calls = sizes.calls["W1"] * 2
+    with redis_server() as redis_url:
+        for size in FLEET_SIZES:
+            env = (("BENCH_REDIS", redis_url),)
+            with contextlib.ExitStack() as stack:
+                servers = [
+                    stack.enter_context(serve(Entry("ours", "ours", env), log, None, None))
+                    for _ in range(size)
+                ]
+                ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for _, url in servers]
+                front = stack.enter_context(_nginx(ports))
+                for clients in FLEET_CLIENTS:
+                    workers = [
+                        subprocess.Popen(
+                            [
+                                sys.executable,
+                                "-m",
+                                "benchmarks.load",
+                                front,
+                                "auto",
+                                "W1",
+                                str(clients // 2),
+                                str(sizes.warmup),
+                            ],
+                            cwd=harness.ROOT,
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            stderr=log,
+                            text=True,
+                        )
+                        for _ in range(2)
+                    ]
+                    try:
+                        for worker in workers:
+                            assert worker.stdout is not None
+                            ready = await anyio.to_thread.run_sync(worker.stdout.readline)
+                            if ready.strip() != "ready":
+                                raise RuntimeError(f"load worker did not start: {ready!r}")
+                        wall, latencies = 0.0, []
+                        for _ in range(sizes.reps * sizes.blocks):
+                            block_wall, block_latencies = await _load_block(workers, calls // sizes.blocks)
+                            wall += block_wall
+                            latencies += block_latencies
+                    finally:
+                        for worker in workers:
+                            if worker.stdin is not None:
+                                worker.stdin.close()
+                            worker.wait(30)
+                    ordered = sorted(latencies)
+                    rows[f"{size} x{clients}"] = {
+                        "workers": size,
+                        "clients": clients,
+                        "calls_per_s": len(ordered) / wall,
+                        "p50_ms": ordered[len(ordered) // 2] * 1000,
+                        "p99_ms": _p99(ordered) * 1000,
+                    }
+    for row in rows.values():
+        one = rows[f"1 x{row['clients']}"]["calls_per_s"]
+        row["x_one_worker"] = row["calls_per_s"] / one
+    return {
+        "title": "W1 through nginx (docs/deploy/nginx.conf) to workers of ours sharing Redis",
+        "fleet": rows,
+    }
+
+
+def render_fleet(leg: dict[str, Any]) -> str:
+    lines = [
+        f"### {FLEET_LEG}: {leg['title']}",
+        "",
+        "workers | clients | calls/s | x one worker | p50 ms | p99 ms",
+        "--- | --- | --- | --- | --- | ---",
+    ]
+    for row in leg["fleet"].values():
+        lines.append(
+            f"{row['workers']} | {row['clients']} | {row['calls_per_s']:.0f} | {row['x_one_worker']:.2f} | "
+            f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f}"
+        )
+    return "\n".join([*lines, ""])
+
+
 def _p99(ordered: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
@@ -572,7 +689,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--legs", nargs="+", choices=[*sorted(LEGS), IDLE_LEG], default=[*LEGS, IDLE_LEG])
+    parser.add_argument(
+        "--legs",
+        nargs="+",
+        choices=[*sorted(LEGS), IDLE_LEG, FLEET_LEG],
+        default=[*LEGS, IDLE_LEG, FLEET_LEG],
+    )
     parser.add_argument(
         "--quick", action="store_true", help="a few calls per leg: proves it runs, figures mean nothing"
     )
@@ -598,7 +720,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(path.with_suffix(".log"), "w") as log:
         for name in args.legs:
             started = time.monotonic()
-            if name == IDLE_LEG:
+            if name == FLEET_LEG:
+                results["legs"][name] = anyio.run(measure_fleet, sizes, log)
+                print(render_fleet(results["legs"][name]), flush=True)
+            elif name == IDLE_LEG:
                 results["legs"][name] = anyio.run(measure_idle_streams, sizes, log)
                 print(render_idle(results["legs"][name]), flush=True)
             else:
