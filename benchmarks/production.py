@@ -663,7 +663,7 @@ def render(name: str, leg: dict[str, Any], reference: str, floor: str | None) ->
     lines = [f"### {name}: {leg['title']}", ""]
     for key, rows in leg["workloads"].items():
         lines += [
-            f"{key} | CPU ms/call | x {reference}* (95 % interval) | x floor | calls/s | p50 ms | p99 ms | peak RSS MiB | RSS x ref",
+            f"{key} | CPU ms/call | x {reference} (95 % interval) | x floor | calls/s | p50 ms | p99 ms | peak RSS MiB | RSS x ref",
             "--- | --- | --- | --- | --- | --- | --- | --- | ---",
         ]
         for label, row in rows.items():
@@ -681,7 +681,7 @@ def render(name: str, leg: dict[str, Any], reference: str, floor: str | None) ->
         row["reference"] for rows in leg["workloads"].values() for row in rows.values() if "reference" in row
     }
     if others - {reference}:
-        lines += [f"\\* handshake-era rows against {', '.join(sorted(others - {reference}))}", ""]
+        lines += [f"handshake-era rows are against {', '.join(sorted(others - {reference}))}", ""]
     return "\n".join(lines)
 
 
