@@ -9,7 +9,7 @@ CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light graphviz chromium
 
-.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance conformance-proxy bench soak clean
+.PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance conformance-proxy bench bench-production soak clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -121,6 +121,12 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 	$(PY) benchmarks/dpop.py
 	$(PY) benchmarks/proxy.py
+
+# The production legs (about ten minutes, needs redis-server): a JWT on every request, Redis stores,
+# tracing, both event loops and both resolver styles, each beside the official SDK and the bare app.
+# Options with PRODUCTION_ARGS, e.g. `make bench-production PRODUCTION_ARGS="--legs jwt redis"`.
+bench-production: $(STAMP) $(SYSTEM_STAMP)
+	$(PY) benchmarks/production.py $(PRODUCTION_ARGS)
 
 # Mixed refund load with dropped clients, in two legs of 90 s (about four minutes in all): two HTTP
 # workers, one killed and restarted; then nginx, three workers and Redis, with workers SIGKILLed and

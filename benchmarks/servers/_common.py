@@ -25,6 +25,18 @@ def delivery_for(stock: int) -> str:
     return "2 days" if stock > 0 else "3 weeks"
 
 
+def production_module() -> Any:
+    """`servers/_production.py` when the driver asked for a production setting (BENCH_JWKS, BENCH_REDIS,
+    BENCH_TRACING, BENCH_STREAMS), else None: a plain bench server imports nothing more."""
+    if not any(
+        os.environ.get(name) for name in ("BENCH_JWKS", "BENCH_REDIS", "BENCH_TRACING", "BENCH_STREAMS")
+    ):
+        return None
+    from . import _production
+
+    return _production
+
+
 def serve_from_argv(run_stdio: Callable[[], None], http_app: Callable[[], Any]) -> None:
     """`stdio` (default) or `http PORT`; writes our pid where $BENCH_PID_FILE says, so the driver can watch us."""
     pid_file = os.environ.get("BENCH_PID_FILE")
@@ -37,7 +49,12 @@ def serve_from_argv(run_stdio: Callable[[], None], http_app: Callable[[], Any]) 
 
         # uvicorn picks httptools and uvloop when installed (mcp-resolve installs both); `run.py
         # --http-stack h11` asks every server for the pure-Python parser on the stdlib loop instead.
-        stack = {"http": "h11", "loop": "asyncio"} if os.environ.get("BENCH_HTTP_STACK") == "h11" else {}
+        # `production.py` picks the event loop alone with $BENCH_LOOP (asyncio or uvloop; httptools either way).
+        stack: dict[str, Any] = (
+            {"http": "h11", "loop": "asyncio"} if os.environ.get("BENCH_HTTP_STACK") == "h11" else {}
+        )
+        if os.environ.get("BENCH_LOOP"):
+            stack["loop"] = os.environ["BENCH_LOOP"]
         uvicorn.run(
             http_app(), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False, **stack
         )

@@ -19,9 +19,11 @@ from mcp.server.mcpserver import (
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, serve_from_argv
+from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, production_module, serve_from_argv
 
-mcp = MCPServer("bench")
+production = production_module()
+
+mcp = MCPServer("bench", **production.official_options()) if production else MCPServer("bench")
 
 
 # -- W1 ------------------------------------------------------------------------------------

@@ -12,9 +12,13 @@ from pydantic import BaseModel, Field
 
 from mcp_resolve import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, ToolError
 
-from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, serve_from_argv
+from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, production_module, serve_from_argv
 
-mcp = MCPServer("bench")
+production = production_module()
+
+mcp = MCPServer("bench", **production.ours_options()) if production else MCPServer("bench")
+if production:
+    production.ours_tracing(mcp)
 
 
 # -- W1 ------------------------------------------------------------------------------------
@@ -170,4 +174,4 @@ def register_many(n: int) -> Any:
 
 
 if __name__ == "__main__":
-    serve_from_argv(mcp.run, mcp.streamable_http_app)
+    serve_from_argv(mcp.run, production.ours_http_app(mcp) if production else mcp.streamable_http_app)

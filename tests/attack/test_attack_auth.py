@@ -409,3 +409,39 @@ async def test_the_refund_desk_accepts_a_token_expired_a_second_ago(tmp_path: Pa
         for times, status in cases:
             response = await http.post(url, **tools_list(token(**times)))
             assert response.status_code == status, (times, response.text)
+
+
+async def test_a_flood_of_distinct_valid_tokens_keeps_the_token_cache_in_its_bounds() -> None:
+    """Every token is genuine and distinct (a `jti` each, padded claims): the cache stays within its count
+    and byte bounds, oldest first, and the memory it holds does not grow with the flood."""
+    import tracemalloc
+
+    from auth_helpers import TestIssuer
+
+    issuer = TestIssuer()
+    issuer.add_key("flood", kind="EC")
+    public = issuer.keys["flood"].as_dict(private=False)
+    audience = "https://mcp.example.com/mcp"
+    by_count = JWTVerifier(public_key=public, issuer=issuer.base, audience=audience, token_cache_size=20)
+    by_bytes = JWTVerifier(
+        public_key=public, issuer=issuer.base, audience=audience, token_cache_bytes=64 * 1024
+    )
+    tokens = [issuer.mint(audience, kid="flood", jti=f"t{n}", note="x" * 3000) for n in range(400)]
+    for token in tokens[:100]:  # warm both (imports, key parsing) before measuring
+        assert await by_count.verify_token(token) is not None
+        assert await by_bytes.verify_token(token) is not None
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for token in tokens[100:]:
+            assert await by_count.verify_token(token) is not None
+            assert await by_bytes.verify_token(token) is not None
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert by_count.cached_tokens[0] == 20
+    entries, held = by_bytes.cached_tokens
+    assert held <= 64 * 1024 and 0 < entries < 20
+    assert grown < 256 * 1024, grown  # 300 more tokens of ~4 KiB each would be over 1 MiB if kept
+    assert await by_count.verify_token(tokens[0]) is not None  # an evicted token is checked afresh
+    assert by_count.signature_checks == 401

@@ -200,3 +200,54 @@ async def test_an_opaque_token_is_refused_with_a_log_line_naming_introspection(
     assert levels == [logging.WARNING, logging.INFO]  # said loudly once, then quietly
     assert "IntrospectionVerifier" in caplog.text
     assert not any(token in caplog.text for token in opaque)
+
+
+# -- the accepted-token cache ------------------------------------------------------------------
+def solo_issuer() -> tuple[TestIssuer, JWTVerifier]:
+    """An issuer with one EC key and a verifier holding that key (no JWKS, no socket)."""
+    issuer = TestIssuer()
+    issuer.add_key("solo", kind="EC")
+    return issuer, JWTVerifier(
+        public_key=issuer.keys["solo"].as_dict(private=False), issuer=issuer.base, audience=AUDIENCE
+    )
+
+
+async def test_a_token_seen_again_skips_the_signature_check() -> None:
+    issuer, verifier = solo_issuer()
+    token = issuer.mint(AUDIENCE, kid="solo", sub="alice")
+    first = await verifier.verify_token(token)
+    for _ in range(5):
+        again = await verifier.verify_token(token)
+        assert again is not None and again.subject == "alice" and again.token == token
+    assert first is not None and verifier.signature_checks == 1
+    assert verifier.cached_tokens[0] == 1
+    assert await verifier.verify_token(token[:-2] + "AA") is None  # another text is another token
+    assert verifier.signature_checks == 2
+
+
+async def test_a_cached_token_is_refused_once_it_expires() -> None:
+    issuer, verifier = solo_issuer()
+    verifier.leeway_s = 0
+    token = issuer.mint(AUDIENCE, kid="solo", exp=int(time.time()) + 2)
+    assert await verifier.verify_token(token) is not None
+    assert verifier.cached_tokens[0] == 1
+    await anyio.sleep(max(0.0, (int(time.time()) + 2) - time.time() + 0.05))
+    assert await verifier.verify_token(token) is None  # from the cache, but past exp: refused
+    assert verifier.cached_tokens == (0, 0) and verifier.signature_checks == 1
+
+
+@pytest.mark.slow
+async def test_a_cached_token_is_refused_after_its_key_is_retired(issuer: TestIssuer) -> None:
+    verifier = verifier_for(issuer, jwks_cache_ttl_s=0.3)
+    token = issuer.mint(AUDIENCE, kid="rsa-1")
+    assert await verifier.verify_token(token) is not None
+    issuer.add_key("rsa-2")
+    issuer.published = ["rsa-2", "ec-1"]  # rsa-1 retired from the key set
+    await anyio.sleep(0.4)  # the key set's TTL passes, so it is fetched again
+    assert await verifier.verify_token(token) is None
+    assert verifier.cached_tokens[0] == 0
+
+
+def test_token_cache_bounds_must_not_be_negative() -> None:
+    with pytest.raises(ValueError, match="token_cache_size"):
+        JWTVerifier(public_key=RSAKey.generate_key(2048).as_pem(private=False), token_cache_size=-1)

@@ -384,3 +384,35 @@ def test_the_dpop_row_measures_both_kinds_of_token_on_one_server(tmp_path: Path)
     [result] = tmp_path.glob("dpop-*.json")
     samples = json.loads(result.read_text())["cpu_s_per_call"]
     assert len(samples["bearer"]) == len(samples["dpop"]) == 1
+
+
+def test_a_production_leg_runs_with_a_jwt_on_every_request(tmp_path: Path) -> None:
+    """The quick JWT leg of `benchmarks/production.py`: both frameworks behind their token verifiers,
+    the unprotected server and the bare app each answered every workload (a wrong answer stops it)."""
+    finished = subprocess.run(
+        [
+            PYTHON,
+            str(ROOT / "benchmarks" / "production.py"),
+            "--quick",
+            "--legs",
+            "jwt",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=170,
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    [result] = tmp_path.glob("production-*.json")
+    leg = json.loads(result.read_text())["legs"]["jwt"]
+    assert set(leg["workloads"]) == {"W1", "W4"}
+    assert leg["jwks_fetches"] >= 2  # both verifiers were at work: each fetched the issuer's keys
+    assert set(leg["workloads"]["W1"]) == {"official + JWT", "ours + JWT", "ours, no auth", "floor"}
+    assert set(leg["workloads"]["W4"]) == {"official + JWT", "ours + JWT", "ours, no auth"}
+    for rows in leg["workloads"].values():
+        for label, row in rows.items():
+            assert row["calls"] > 0 and row["cpu_ms_per_call"] > 0, label
+            assert ("x_ref" in row) == (label != "official + JWT"), label
+    assert "### jwt:" in finished.stdout and "ours + JWT |" in finished.stdout

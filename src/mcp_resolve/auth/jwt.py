@@ -8,15 +8,25 @@ public key are refused before any key is looked at), `exp` required, `nbf`,
 `iat`, `iss` and `aud` checked, the audience being this server's resource
 URL (RFC 8707). Every refusal is logged with its reason at INFO, never with
 the token.
+
+A token accepted once is remembered by its SHA-256 (never the token itself as
+a key), so the next request that carries it skips the signature check, the
+costly part. A remembered token is refused again as soon as its lifetime ends
+(`lifetime_refusal`, the same rule), and is only reused while the key that
+signed it is still the one the key set gives for its `kid` (a key retired
+from the JWKS, or a JWKS past its TTL and unreachable, refuses it like a
+fresh token). The memory is bounded by entries and by bytes, oldest first.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +68,12 @@ DEFAULT_ALGORITHMS = (
 _ALLOWED = frozenset({*DEFAULT_ALGORITHMS, "EdDSA", "Ed448"})
 MAX_TOKEN_BYTES = 16 * 1024
 """Longer tokens are refused unread (real access tokens are one or two kilobytes)."""
+DEFAULT_TOKEN_CACHE_SIZE = 10_000
+DEFAULT_TOKEN_CACHE_BYTES = 16 * 1024 * 1024
+_ENTRY_OVERHEAD = 2048
+"""What an accepted token costs in memory beyond its text: the decoded claims (at most the payload,
+which is part of the token), the AccessToken and the cache entry. Counted at three times the token
+length plus this, a generous estimate, so the byte bound holds whatever the claims look like."""
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
@@ -122,6 +138,15 @@ def _scopes(claims: dict[str, Any]) -> tuple[str, ...]:
     return ()
 
 
+class _Accepted:
+    """A verified token, kept by the hash of its text until it expires or the cache drops it."""
+
+    __slots__ = ("access", "alg", "key", "kid", "size")
+
+    def __init__(self, access: AccessToken, kid: str | None, alg: str, key: Any, size: int) -> None:
+        self.access, self.kid, self.alg, self.key, self.size = access, kid, alg, key, size
+
+
 class JWTVerifier:
     """Verify JWT access tokens with a JWKS (`jwks_uri`, cached and rotated) or a fixed `public_key`.
 
@@ -133,6 +158,8 @@ class JWTVerifier:
     absorbs clock skew on `exp`, `nbf` and `iat` alike (`lifetime_refusal`). The JWKS is kept
     `jwks_cache_ttl_s`; an unknown key id refetches it at most once every
     `jwks_refetch_interval_s`; `timeout_s` bounds each fetch as a whole.
+    Accepted tokens are remembered (by hash) for their lifetime, at most
+    `token_cache_size` of them and `token_cache_bytes` in all (0 turns it off).
     The authorization server must issue JWT access tokens: an opaque one is
     refused (use `IntrospectionVerifier` for those).
     """
@@ -151,6 +178,8 @@ class JWTVerifier:
         jwks_refetch_interval_s: float = 30.0,
         timeout_s: float = 5.0,
         http_client: httpx.AsyncClient | None = None,
+        token_cache_size: int = DEFAULT_TOKEN_CACHE_SIZE,
+        token_cache_bytes: int = DEFAULT_TOKEN_CACHE_BYTES,
     ) -> None:
         if (jwks_uri is None) == (public_key is None):
             raise ValueError("JWTVerifier needs exactly one of jwks_uri= and public_key=")
@@ -169,6 +198,14 @@ class JWTVerifier:
         self.required_scopes = tuple(check_scope(s) for s in required_scopes or ())
         self.leeway_s = check_leeway(leeway_s)
         self._told_not_a_jwt = False
+        if token_cache_size < 0 or token_cache_bytes < 0:
+            raise ValueError("token_cache_size and token_cache_bytes must not be negative")
+        self.token_cache_size = token_cache_size
+        self.token_cache_bytes = token_cache_bytes
+        self._accepted: OrderedDict[bytes, _Accepted] = OrderedDict()
+        self._accepted_bytes = 0
+        self.signature_checks = 0
+        """Signatures checked so far (for operators and tests: the token cache at work)."""
         self._registry = JWSRegistry(algorithms=list(chosen), strict_check_header=False)
         self.keys: StaticKey | JWKSKeys = (
             StaticKey(load_public_key(public_key))
@@ -188,6 +225,12 @@ class JWTVerifier:
             self.issuer = settings.issuer_url
         if self.audience is None:
             self.audience = (settings.resource_server_url,)
+        self._forget_all()  # what was accepted under the old issuer and audience is not evidence now
+
+    @property
+    def cached_tokens(self) -> tuple[int, int]:
+        """(entries, estimated bytes) of the accepted-token cache."""
+        return len(self._accepted), self._accepted_bytes
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:
@@ -207,6 +250,59 @@ class JWTVerifier:
     async def _verify(self, token: str) -> AccessToken:
         if len(token) > MAX_TOKEN_BYTES:
             raise _Refused(f"longer than {MAX_TOKEN_BYTES} bytes")
+        digest = hashlib.sha256(token.encode()).digest()
+        known = self._accepted.get(digest)
+        if known is not None:
+            access = await self._still_good(digest, known)
+            if access is not None:
+                return access
+        access, kid, alg, key = await self._check(token)
+        self._remember(digest, _Accepted(access, kid, alg, key, 3 * len(token) + _ENTRY_OVERHEAD))
+        return access
+
+    async def _still_good(self, digest: bytes, known: _Accepted) -> AccessToken | None:
+        """The remembered AccessToken if its lifetime and its key still hold; None to check it afresh.
+
+        An expired token is refused here (and forgotten). The key set is asked for
+        the key again, so a JWKS past its TTL refetches (and fails closed when it
+        cannot) and a key rotated out is no longer accepted from memory.
+        """
+        outside = lifetime_refusal(known.access.claims or {}, self.leeway_s, require_exp=True)
+        if outside is not None:
+            self._forget(digest)
+            raise _Refused(outside)
+        try:
+            key = await self.keys.key_for(known.kid, known.alg)
+        except KeyUnavailable:
+            self._forget(digest)
+            raise
+        if key is known.key:
+            self._accepted.move_to_end(digest)
+            return known.access
+        self._forget(digest)
+        return None
+
+    def _remember(self, digest: bytes, entry: _Accepted) -> None:
+        if entry.size > self.token_cache_bytes or self.token_cache_size == 0:
+            return
+        self._forget(digest)
+        self._accepted[digest] = entry
+        self._accepted_bytes += entry.size
+        while len(self._accepted) > self.token_cache_size or self._accepted_bytes > self.token_cache_bytes:
+            _, oldest = self._accepted.popitem(last=False)
+            self._accepted_bytes -= oldest.size
+
+    def _forget(self, digest: bytes) -> None:
+        entry = self._accepted.pop(digest, None)
+        if entry is not None:
+            self._accepted_bytes -= entry.size
+
+    def _forget_all(self) -> None:
+        self._accepted.clear()
+        self._accepted_bytes = 0
+
+    async def _check(self, token: str) -> tuple[AccessToken, str | None, str, Any]:
+        """Check the token in full: header, key, signature, claims. Returns it with what signed it."""
         if not _COMPACT_JWS.fullmatch(token):
             raise _NotAJWT(_NOT_A_JWT)
         header = _header(token)
@@ -217,13 +313,14 @@ class JWTVerifier:
         if kid is not None and not isinstance(kid, str):
             raise _Refused("malformed key id")
         key = await self.keys.key_for(kid, alg)
+        self.signature_checks += 1
         try:
             decoded = jwt.decode(token, key, algorithms=list(self.algorithms), registry=self._registry)
         except JoseError as exc:
             raise _Refused(f"bad signature or structure ({exc.error})") from None
         claims = decoded.claims
         self._check_claims(claims)
-        return AccessToken(
+        access = AccessToken(
             token=token,
             client_id=str(claims.get("client_id") or claims.get("azp") or ""),
             scopes=_scopes(claims),
@@ -232,6 +329,7 @@ class JWTVerifier:
             subject=claims.get("sub") if isinstance(claims.get("sub"), str) else None,
             claims=claims,
         )
+        return access, kid, alg, key
 
     def _check_claims(self, claims: dict[str, Any]) -> None:
         outside = lifetime_refusal(claims, self.leeway_s, require_exp=True)

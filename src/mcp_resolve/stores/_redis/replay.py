@@ -20,6 +20,14 @@ The key is a hash: the live claim's ticket `o`, its state `s` (`r`unning,
 `v` kept for that caller's retry (`k` says whether it was kept: it is not
 for an anonymous caller, nor past `max_outcome_bytes`).
 
+A round costs Redis one command on the request's path, two when an answer is
+kept. An anonymous caller's answer is never kept, so its claim is written as
+done at once (`s` = `d`, nothing kept) and there is nothing to record after
+the round: its ticket says so (`_SETTLED`), and `keep_outcome` sends nothing.
+A copy of the round that arrives while it runs is then refused at once
+("replayed") rather than waiting for it, which is what it would get after the
+wait anyway: an anonymous caller never gets an answer twice.
+
 Claims are bounded in count: one sorted set of the namespace scores every
 claim key by when it expires (Redis's clock), and a new claim first drops
 the entries of expired keys, then is refused (`ReplayStoreFull`) if
@@ -62,6 +70,9 @@ __all__ = ["RedisReplayStore"]
 
 logger = logging.getLogger("mcp_resolve.stores")
 
+_SETTLED = "settled:"
+"""The mark on the ticket of a claim written as done when it was won (an anonymous caller's)."""
+
 _INDEX = """
 local function now_ms()
   local t = redis.call('TIME')
@@ -77,6 +88,7 @@ _CLAIM = (
     _INDEX
     + """
 local key, ticket, caller = KEYS[1], ARGV[1], ARGV[2]
+local state = caller == '' and 'd' or 'r'
 local kind = redis.call('TYPE', key)['ok']
 if kind == 'none' then
   local most = tonumber(ARGV[4])
@@ -84,7 +96,7 @@ if kind == 'none' then
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
     if redis.call('ZCARD', KEYS[2]) >= most then return {'full'} end
   end
-  redis.call('HSET', key, 'o', ticket, 's', 'r', 'c', caller)
+  redis.call('HSET', key, 'o', ticket, 's', state, 'c', caller, 'k', '0')
   redis.call('PEXPIRE', key, ARGV[3])
   indexed(key, ARGV[3])
   return {'won'}
@@ -94,8 +106,8 @@ if redis.call('HEXISTS', key, 'x:' .. ticket) == 1 then return {'released'} end
 local f = redis.call('HMGET', key, 'o', 's', 'c', 'k', 'v')
 if f[1] == ticket then return {'won'} end
 if f[2] == 'x' then
-  redis.call('HSET', key, 'o', ticket, 's', 'r', 'c', caller)
-  redis.call('HDEL', key, 'k', 'v')
+  redis.call('HSET', key, 'o', ticket, 's', state, 'c', caller, 'k', '0')
+  redis.call('HDEL', key, 'v')
   return {'won'}
 end
 if f[2] == 'r' then return {'running'} end
@@ -103,8 +115,8 @@ if caller ~= '' and f[3] == caller then return {'done', f[4] or '0', f[5] or ''}
 return {'replayed'}
 """
 )
-"""Claim for ARGV[1] (a ticket) and ARGV[2] (a caller digest, '' if anonymous); ARGV[3] is the TTL in ms,
-ARGV[4] the most claims the namespace may hold (-1: no bound)."""
+"""Claim for ARGV[1] (a ticket) and ARGV[2] (a caller digest, '' if anonymous: then done at once, nothing
+kept); ARGV[3] is the TTL in ms, ARGV[4] the most claims the namespace may hold (-1: no bound)."""
 
 _KEEP = """
 if redis.call('TYPE', KEYS[1])['ok'] ~= 'hash' then return 0 end
@@ -129,11 +141,12 @@ end
 if kind ~= 'hash' then return 0 end
 redis.call('HSET', key, 'x:' .. ticket, '1')
 local f = redis.call('HMGET', key, 'o', 's')
-if f[1] == ticket and f[2] == 'r' then redis.call('HSET', key, 's', 'x') end
+if f[1] == ticket and f[2] ~= 'x' then redis.call('HSET', key, 's', 'x') end
 return 1
 """
 )
-"""Fence ticket ARGV[1] (its claim never ran) and free the key if that claim holds it. A fence is never
+"""Fence ticket ARGV[1] (its claim never ran) and free the key if that claim holds it (running, or
+done at once for an anonymous caller). A fence is never
 refused for room (it is what keeps a late copy of the claim from running), but it is counted."""
 
 
@@ -187,6 +200,8 @@ class RedisReplayStore:
     async def claim_round(self, state_id: str, expires_at: float, caller: str | None) -> RoundClaim:
         expiry = _check_claim(state_id, expires_at)
         key, ticket = self._key(state_id), secrets.token_hex(16)
+        if caller is None:
+            ticket = _SETTLED + ticket
         most = -1 if self.max_claims is None else self.max_claims
         attempts = 0
 
@@ -221,6 +236,8 @@ class RedisReplayStore:
         self, state_id: str, expires_at: float, ticket: str, outcome: bytes | None
     ) -> None:
         expiry = _check_claim(state_id, expires_at)
+        if ticket.startswith(_SETTLED):  # an anonymous round: its claim already recorded it as done
+            return
         kept = outcome is not None and len(outcome) <= self.max_outcome_bytes
         args = (ticket, "1" if kept else "0", outcome if kept and outcome is not None else b"")
         key = self._key(state_id)
