@@ -16,6 +16,8 @@ import pytest
 
 from conftest import REFUND_DESK
 from mcp_resolve.cli import main
+from mcp_resolve import __version__
+from mcp_resolve.cli import _install
 from mcp_resolve.cli._install import config_path
 
 SERVER = str(REFUND_DESK)
@@ -134,16 +136,35 @@ def test_dry_run_shows_the_change_and_writes_nothing(home: Path, capsys: pytest.
     assert "s3cret" not in out
 
 
-def test_prefers_uv_and_passes_with_and_python(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    executable(home, "uv")
+def test_prefers_uv_pinned_absolute_and_outside_any_project(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uv = executable(home, "uv")
+    # As if installed from the package index (this checkout's own install is editable).
+    monkeypatch.setattr(_install, "local_source", lambda: None)
     assert run("cursor", SERVER, "--name", "desk", "--with", "httpx", "--python", "3.12") == 0
     entry = entries(home / ".cursor" / "mcp.json")["desk"]
-    assert entry["command"] == "uv"
+    assert entry["command"] == str(uv.resolve())  # GUI clients lack the shell's PATH
     assert entry["args"] == [
-        "run", "--with", "mcp-resolve", "--with", "httpx", "--python", "3.12",
-        "mcp-resolve", "run", str(REFUND_DESK),
+        "run", "--no-project", "--with", f"mcp-resolve=={__version__}", "--with", "httpx",
+        "--python", "3.12", "mcp-resolve", "run", str(REFUND_DESK),
     ]  # fmt: skip
     assert "runs with uv" in capsys.readouterr().out
+
+
+def test_an_editable_install_runs_this_interpreter_even_with_uv(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    executable(home, "uv")
+    local = _install.local_source()
+    assert local is not None and "editable" in local  # this checkout: `pip install -e .`
+    assert run("cursor", SERVER, "--name", "desk") == 0
+    entry = entries(home / ".cursor" / "mcp.json")["desk"]
+    assert entry == {"command": sys.executable, "args": ["-m", "mcp_resolve", "run", str(REFUND_DESK)]}
+    out = capsys.readouterr().out
+    assert "which uv cannot fetch" in out and "editable" in out
+    assert run("cursor", SERVER, "--name", "other", "--with", "httpx") == 1
+    assert "package index" in capsys.readouterr().err
 
 
 def test_with_needs_uv(home: Path, capsys: pytest.CaptureFixture[str]) -> None:

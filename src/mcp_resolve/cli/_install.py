@@ -8,9 +8,12 @@ and Gemini CLI have their own `mcp add` command: it is run when the client is on
 otherwise the file is written and the command line it would have received is printed, so the
 user can replay it.
 
-The entry runs the server reproducibly: `uv run --with mcp-resolve mcp-resolve run FILE` when
-`uv` is present (the packages resolved afresh by uv), else this interpreter's absolute path
-(`python -m mcp_resolve run FILE`, the packages of this environment). Values given with `--env`
+The entry runs the server reproducibly: `/abs/uv run --no-project --with mcp-resolve==VERSION
+mcp-resolve run FILE` when `uv` is present and this mcp-resolve came from the package index (uv
+fetches the same version; absolute, since GUI clients lack the shell's PATH; `--no-project`, so
+the client's working directory does not pick a project), else this interpreter's absolute path
+(`python -m mcp_resolve run FILE`, the packages of this environment: an editable or local
+install exists only here). Values given with `--env`
 and `--header` may be secrets: they are written to the file but shown masked.
 """
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ._target import CLIError, absolute_target, load_server, split_target
 
 __all__ = ["TARGETS", "InstallOptions", "config_path", "install", "server_command"]
@@ -119,6 +123,33 @@ def pairs(values: list[str] | None, separator: str, what: str) -> dict[str, str]
     return out
 
 
+def local_source() -> str | None:
+    """Where this mcp-resolve came from when that is not the package index (an editable or local
+    install, or source on `sys.path` with no installed distribution); None for a registry install.
+
+    A registry install can be pinned and fetched again by uv; a local one exists only here, so its
+    entry must run this interpreter instead.
+    """
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution("mcp-resolve")
+    except metadata.PackageNotFoundError:
+        return "source on sys.path, not an installed distribution"
+    text = distribution.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        direct = json.loads(text)
+    except ValueError:
+        return "an installed distribution with an unreadable direct_url.json"
+    if not isinstance(direct, dict):
+        return "an installed distribution with an unreadable direct_url.json"
+    url = str(direct.get("url", ""))
+    editable = isinstance(direct.get("dir_info"), dict) and direct["dir_info"].get("editable")
+    return f"{'an editable' if editable else 'a direct'} install from {url or 'a local path'}"
+
+
 def server_command(options: InstallOptions) -> tuple[list[str], str]:
     """The command that runs the server, and a sentence saying how it was chosen."""
     assert options.server is not None
@@ -127,17 +158,26 @@ def server_command(options: InstallOptions) -> tuple[list[str], str]:
         raise CLIError(f"no such file: {path}")
     target = absolute_target(options.server)
     uv = shutil.which("uv")
-    if uv is not None:
-        command = ["uv", "run", "--with", "mcp-resolve"]
+    local = local_source()
+    if uv is not None and local is None:
+        # Absolute: a GUI client does not start from the shell's PATH. `--no-project`: uv would
+        # otherwise sync whatever project the client's working directory happens to be in.
+        uv = str(Path(uv).resolve())
+        command = [uv, "run", "--no-project", "--with", f"mcp-resolve=={__version__}"]
         for package in options.with_packages:
             command += ["--with", package]
         if options.python:
             command += ["--python", options.python]
         command += ["mcp-resolve", "run", target]
-        return command, f"runs with uv ({uv}): `uv run --with mcp-resolve` resolves the packages afresh"
+        return command, f"runs with uv ({uv}): `uv run --no-project --with mcp-resolve=={__version__}`"
     if options.with_packages:
+        if uv is None:
+            raise CLIError(
+                "--with needs uv on PATH (https://docs.astral.sh/uv/); without it, install the packages here"
+            )
         raise CLIError(
-            "--with needs uv on PATH (https://docs.astral.sh/uv/); without it, install the packages here"
+            f"--with needs mcp-resolve from the package index, and this one is {local}: "
+            "install the packages into this environment instead"
         )
     python = options.python or sys.executable
     if options.python and not Path(python).is_absolute():
@@ -145,8 +185,9 @@ def server_command(options: InstallOptions) -> tuple[list[str], str]:
         if found is None:
             raise CLIError(f"--python {python}: not found on PATH")
         python = found
+    why = "uv is not on PATH" if uv is None else f"this mcp-resolve is {local}, which uv cannot fetch"
     return [python, "-m", "mcp_resolve", "run", target], (
-        f"uv is not on PATH: runs with the interpreter {python} and the packages installed for it"
+        f"{why}: runs with the interpreter {python} and the packages installed for it"
     )
 
 
