@@ -50,36 +50,76 @@ def _as(text: str, kind: str) -> Any:
     return value
 
 
-def _kinds(spec: dict[str, Any]) -> list[str]:
+MAX_REF_DEPTH = 32
+"""How many `$ref`s deep a parameter's schema is followed (a recursive model stops there)."""
+
+
+def _resolve(spec: dict[str, Any], root: dict[str, Any]) -> dict[str, Any] | None:
+    """The schema a local `$ref` (`#/$defs/Name`, `#/definitions/Name`) points at, else None."""
+    ref = spec.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, dict) else None
+
+
+def _kinds(spec: dict[str, Any], root: dict[str, Any] | None = None, depth: int = 0) -> list[str]:
+    """The JSON types `spec` allows; `any` for a branch that says none (JSON when it parses, else text)."""
+    if depth > MAX_REF_DEPTH:
+        return ["any"]
+    if "$ref" in spec:
+        target = _resolve(spec, root or {})
+        return ["any"] if target is None else _kinds(target, root, depth + 1)
     kind = spec.get("type")
     if isinstance(kind, list):
         return [str(k) for k in kind]
     if isinstance(kind, str):
         return [kind]
     kinds: list[str] = []
-    for option in spec.get("anyOf", []) + spec.get("oneOf", []):
-        kinds.extend(_kinds(option))
+    branches = [*spec.get("anyOf", []), *spec.get("oneOf", []), *spec.get("allOf", [])]
+    for option in branches:
+        found = _kinds(option, root, depth + 1) if isinstance(option, dict) else []
+        kinds.extend(found or ["any"])  # a branch that says no type takes anything
     if "enum" in spec:
         names = {str: "string", bool: "boolean", int: "integer", float: "number"}
         kinds.extend(sorted({names.get(type(value), "string") for value in spec["enum"]}))
+    if not kinds and branches:
+        kinds.append("any")
     return kinds
 
 
-def parse_value(name: str, text: str, spec: dict[str, Any]) -> Any:
-    """`text` typed by the schema of one parameter; CLIError says which parameter and why."""
-    kinds = _kinds(spec)
+def _as_any(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def parse_value(name: str, text: str, spec: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
+    """`text` typed by the schema of one parameter; CLIError says which parameter and why.
+
+    `root` is the whole input schema, where `$ref`s point (`$defs`).
+    """
+    kinds = _kinds(spec, root)
     if not kinds:  # no type said: JSON when it parses, else the text
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
+        return _as_any(text)
     # Most specific first, so `1` for integer|string is a number and `abc` falls through to the text.
-    order = ["null", "boolean", "integer", "number", "object", "array", "string"]
-    for kind in sorted(kinds, key=lambda k: order.index(k) if k in order else len(order)):
+    order = ["null", "boolean", "integer", "number", "object", "array", "string", "any"]
+    for kind in sorted(set(kinds), key=lambda k: order.index(k) if k in order else len(order)):
+        if kind == "any":
+            return _as_any(text)
         try:
-            return _as(text, kind)
+            value = _as(text, kind)
         except ValueError:
             continue
+        if kind in ("integer", "number") and "string" in kinds and json.dumps(value) != text:
+            continue  # `007` or `1e3` for int|str: the number would change what was typed
+        return value
     raise CLIError(f"{name}={text}: expected {' or '.join(kinds)}")
 
 
@@ -94,7 +134,7 @@ def parse_arguments(tool: dict[str, Any], words: list[str]) -> tuple[dict[str, A
         if not sep or not key:
             raise CLIError(f"arguments are key=value, got {word!r}")
         if key in properties:
-            arguments[key] = parse_value(key, text, properties[key])
+            arguments[key] = parse_value(key, text, properties[key], schema)
             continue
         arguments[key] = parse_value(key, text, {})
         takes = ", ".join(properties) or "no arguments"
