@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import REFUND_DESK
+from oidc_helpers import NODE_DIR
 from mcp_resolve.cli import main
 from mcp_resolve import __version__
 from mcp_resolve.cli import _install
@@ -176,7 +178,7 @@ def test_env_file_and_default_name(home: Path, tmp_path: Path) -> None:
     env_file = tmp_path / ".env"
     env_file.write_text("# secrets\nAPI_KEY='from file'\n\nexport REGION=eu\n")
     assert run("cursor", SERVER, "--env-file", str(env_file), "--env", "REGION=us") == 0
-    entry = entries(home / ".cursor" / "mcp.json")["Refund Desk"]  # the server's own name
+    entry = entries(home / ".cursor" / "mcp.json")["refund-desk"]  # the server's own name, as a slug
     assert entry["env"] == {"API_KEY": "from file", "REGION": "us"}  # --env wins over the file
 
 
@@ -195,8 +197,8 @@ def test_mcp_json_prints_the_standard_entry(home: Path, capsys: pytest.CaptureFi
 @pytest.mark.parametrize(
     ("target", "expected"),
     [
-        ("claude-code", "claude mcp add --scope user --transport stdio --env 'API_KEY=<hidden>' desk -- "),
-        ("gemini-cli", "gemini mcp add --scope user --env 'API_KEY=<hidden>' desk "),
+        ("claude-code", "claude mcp add --env 'API_KEY=<hidden>' --transport stdio --scope user desk -- "),
+        ("gemini-cli", "gemini mcp add --env 'API_KEY=<hidden>' --scope user desk "),
     ],
 )
 def test_without_the_clients_cli_its_command_line_is_recorded(
@@ -259,7 +261,7 @@ def test_the_clients_own_cli_is_run_when_on_path(target: str, home: Path, tmp_pa
     executable(home, program, f'printf "%s\\n" "$@" > {record}')
     assert run(target, SERVER, "--name", "desk", "--env", "API_KEY=s3cret") == 0
     argv = record.read_text().splitlines()
-    assert argv[:3] == ["mcp", "add", "--scope"]
+    assert argv[:3] == ["mcp", "add", "--env"]
     assert "API_KEY=s3cret" in argv  # the client itself gets the real value
     assert [arg for arg in argv if arg != "--"][-5:] == [
         sys.executable,
@@ -288,3 +290,43 @@ def test_claude_desktop_config_location_per_platform(
     user_code = config_path("vscode", platform=platform, user=True)
     assert user_code == home / expected.replace("Claude/claude_desktop_config.json", "Code/User/mcp.json")
     assert os.fspath(config_path("cursor", platform=platform)).endswith(".cursor/mcp.json")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("remote", [False, True])
+def test_claudes_variadic_options_do_not_swallow_the_name(remote: bool, home: Path, tmp_path: Path) -> None:
+    """The recorded argv, parsed by commander declared as `claude mcp add` declares its options."""
+    record = tmp_path / "argv.txt"
+    executable(home, "claude", f'printf "%s\\n" "$@" > {record}')
+    if remote:
+        extra = ["--http", "https://desk.example/mcp", "--header", "Authorization: Bearer t", "--header", "X-A: 1"]
+    else:
+        extra = [SERVER, "--env", "API_KEY=s3cret", "--env", "REGION=eu"]
+    assert run("claude-code", *extra, "--name", "desk") == 0
+    argv = record.read_text().splitlines()
+    assert argv[:2] == ["mcp", "add"]
+    node = NODE_DIR / "node_modules" / ".bin" / "node"
+    parsed = subprocess.run(
+        [str(node), str(NODE_DIR / "claude_mcp_add.mjs"), *argv[1:]],
+        capture_output=True, text=True, timeout=30, check=True,
+    ).stdout  # fmt: skip
+    understood = json.loads(parsed)
+    assert understood["name"] == "desk"
+    assert understood["options"]["scope"] == "user"
+    if remote:
+        assert understood["commandOrUrl"] == "https://desk.example/mcp"
+        assert understood["options"]["header"] == ["Authorization: Bearer t", "X-A: 1"]
+    else:
+        assert [understood["commandOrUrl"], *understood["args"]] == [
+            sys.executable, "-m", "mcp_resolve", "run", str(REFUND_DESK)
+        ]  # fmt: skip
+        assert understood["options"]["env"] == ["API_KEY=s3cret", "REGION=eu"]
+
+
+def test_names_are_slugs(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _install.slug("Refund Desk") == "refund-desk"
+    assert _install.slug("  ~~  ") == "server"
+    for bad in ("desk -e", "a/b", "", "x" * 65):
+        assert run("cursor", SERVER, "--name", bad) == 1
+        assert "--name" in capsys.readouterr().err
+    assert not (home / ".cursor").exists()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -226,18 +227,32 @@ def _section(target: str) -> str:
     return "servers" if target == "vscode" else "mcpServers"
 
 
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""An entry name every client takes: letters, digits, hyphens and underscores (Claude Code's rule)."""
+
+
+def slug(text: str) -> str:
+    """`Refund Desk` as `refund-desk`: what a client accepts as an entry name."""
+    words = re.sub(r"[^a-z0-9_]+", "-", text.lower()).strip("-_")
+    return words[:64].strip("-_") or "server"
+
+
 def _default_name(options: InstallOptions) -> str:
-    if options.name:
+    if options.name is not None:
+        if not NAME.fullmatch(options.name):
+            raise CLIError(
+                f"--name {options.name!r}: use letters, digits, hyphens and underscores (at most 64)"
+            )
         return options.name
     if options.server is not None:
         path, obj = split_target(options.server)
         try:
-            return load_server(options.server).name
+            return slug(load_server(options.server).name)
         except Exception:  # the server's own name is a nicety: the file name serves as well
-            return obj or path.stem
+            return slug(obj or path.stem)
     from urllib.parse import urlsplit
 
-    return urlsplit(options.http or "").hostname or "server"
+    return slug(urlsplit(options.http or "").hostname or "server")
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -286,24 +301,24 @@ def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, 
     def shown(value: str) -> str:
         return value if secrets else HIDDEN
 
+    # Both CLIs read `--env` and `--header` as variadic (commander's `<env...>`, yargs' arrays):
+    # a positional after their values would be swallowed as one more value. So those options
+    # come first, the single-valued `--scope user` closes them, and only then NAME and the command.
     program = "claude" if options.target == "claude-code" else "gemini"
-    line = [program, "mcp", "add", "--scope", "user"]
+    line = [program, "mcp", "add"]
     if options.http is not None:
-        line += ["--transport", "http"]
         for key, value in options.headers.items():
             line += ["--header", f"{key}: {shown(value)}"]
-        return [*line, name, options.http]
+        return [*line, "--transport", "http", "--scope", "user", name, options.http]
     assert command is not None
-    if program == "claude":
-        line += ["--transport", "stdio"]
     for key, value in options.env.items():
         line += ["--env", f"{key}={shown(value)}"]
     if program == "claude":
-        return [*line, name, "--", *command]
+        return [*line, "--transport", "stdio", "--scope", "user", name, "--", *command]
     # gemini's parser would take `-m` for its own option: the server's arguments go after `--`
     # (its documented form, `gemini mcp add NAME python server.py -- --server-arg v`).
     rest = ["--", *command[1:]] if any(arg.startswith("-") for arg in command[1:]) else command[1:]
-    return [*line, name, command[0], *rest]
+    return [*line, "--scope", "user", name, command[0], *rest]
 
 
 def install(options: InstallOptions) -> int:
