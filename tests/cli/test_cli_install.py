@@ -330,3 +330,60 @@ def test_names_are_slugs(home: Path, capsys: pytest.CaptureFixture[str]) -> None
         assert run("cursor", SERVER, "--name", bad) == 1
         assert "--name" in capsys.readouterr().err
     assert not (home / ".cursor").exists()
+
+
+def test_secrets_tighten_a_world_readable_config(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = home / ".cursor" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text('{"mcpServers": {"other": {"command": "x"}}}')
+    path.chmod(0o644)
+    assert run("cursor", SERVER, "--name", "plain") == 0  # no secret: the mode is the user's choice
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert run("cursor", SERVER, "--name", "desk", "--env", "API_KEY=s3cret") == 0
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert "readable by others (mode 644)" in capsys.readouterr().err
+    backups = sorted(path.parent.glob("mcp.json.bak*"))
+    assert len(backups) == 2 and stat.S_IMODE(backups[-1].stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == ["mcp.json", "mcp.json.bak", "mcp.json.bak.1"]
+
+
+def test_a_symlinked_config_is_written_through(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "dotfiles" / "gemini.json"
+    target.parent.mkdir()
+    target.write_text("{}")
+    link = home / ".gemini" / "settings.json"
+    link.parent.mkdir()
+    link.symlink_to(target)
+    assert run("gemini-cli", SERVER, "--name", "desk") == 0
+    assert link.is_symlink()
+    assert "desk" in json.loads(target.read_text())["mcpServers"]
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "conf" / "mcp.json"
+    with pytest.raises(TypeError):
+        _install._write(path, {"x": object()}, secret=False)
+    assert list(path.parent.iterdir()) == []
+
+
+def test_vscode_workspace_gets_input_prompts_not_secret_values(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    args = ("vscode", SERVER, "--name", "desk", "--workspace", str(workspace), "--env", "API_KEY=s3cret")
+    assert run(*args) == 0
+    path = workspace / ".vscode" / "mcp.json"
+    text = path.read_text()
+    assert "s3cret" not in text
+    data = json.loads(text)
+    assert data["servers"]["desk"]["env"] == {"API_KEY": "${input:desk-api_key}"}
+    assert data["inputs"] == [
+        {"type": "promptString", "id": "desk-api_key", "description": "API_KEY for desk", "password": True}
+    ]
+    assert "VS Code asks for them" in capsys.readouterr().out
+    assert run(*args) == 0  # the same again: nothing to change, one prompt still
+    assert len(json.loads(path.read_text())["inputs"]) == 1
+    assert run("vscode", SERVER, "--name", "desk", "--user", "--env", "API_KEY=s3cret") == 0
+    user = config_path("vscode", user=True)
+    assert "s3cret" in user.read_text() and stat.S_IMODE(user.stat().st_mode) == 0o600

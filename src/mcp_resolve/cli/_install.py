@@ -26,6 +26,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -273,26 +274,77 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _backup(path: Path) -> Path:
-    """Copy `path` beside itself as `NAME.bak` (or `.bak.1`, ...: an older backup is never overwritten)."""
+def _backup(path: Path, *, secret: bool) -> Path:
+    """Copy `path` beside itself as `NAME.bak` (or `.bak.1`, ...: an older backup is never overwritten).
+
+    With `secret`, the copy is readable by its owner only, like the file it backs up is about to be.
+    """
     for index in range(MAX_BACKUPS):
         backup = path.with_name(path.name + (".bak" if index == 0 else f".bak.{index}"))
         if not backup.exists():
             shutil.copy2(path, backup)
+            if secret:
+                backup.chmod(backup.stat().st_mode & 0o600)
             return backup
     raise CLIError(f"{path} has {MAX_BACKUPS} backups beside it already: remove some")
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    """Replace the file atomically, keeping its permissions (a new one readable by its owner only)."""
+def _write(path: Path, data: dict[str, Any], *, secret: bool) -> None:
+    """Replace the file atomically, keeping its permissions (a new one readable by its owner only).
+
+    A symlinked config (a dotfiles manager's) is written through to its target, so the link stays.
+    With `secret` (the entry carries --env or --header values), the file ends up 0600, with a
+    warning when it was readable by others before. The data is on disk (fsync) before the rename,
+    and the temporary file is removed when anything fails.
+    """
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    temporary = path.with_name(f".{path.name}.mcp-resolve-{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(temporary, path)
+    if secret and mode & 0o077:
+        print(
+            f"mcp-resolve: {path} was readable by others (mode {mode:o}) and now holds secrets: "
+            "made it readable by you only (0600)",
+            file=sys.stderr,
+        )
+        mode = 0o600
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mkstemp creates it 0600
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _inputs_for_vscode(name: str, entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Swap the entry's secret values for `${input:ID}` prompts (VS Code's `inputs`); their ids.
+
+    A workspace's `.vscode/mcp.json` is usually committed: VS Code asks for each value once and
+    keeps it in its own secret storage, so the value never lands in the file.
+    """
+    inputs = data.get("inputs", [])
+    if not isinstance(inputs, list):
+        raise CLIError("the file's 'inputs' is not a JSON list: add the entry by hand")
+    ids: list[str] = []
+    for section in ("env", "headers"):
+        values = entry.get(section)
+        if not values:
+            continue
+        for key in list(values):
+            input_id = f"{name}-{slug(key)}"
+            values[key] = "${input:" + input_id + "}"
+            inputs = [item for item in inputs if not (isinstance(item, dict) and item.get("id") == input_id)]
+            inputs.append(
+                {"type": "promptString", "id": input_id, "description": f"{key} for {name}", "password": True}
+            )
+            ids.append(input_id)
+    data["inputs"] = inputs
+    return ids
 
 
 def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, secrets: bool) -> list[str]:
@@ -359,6 +411,11 @@ def install(options: InstallOptions) -> int:
         section = {}
     elif not isinstance(section, dict):
         raise CLIError(f"{path}: {_section(options.target)!r} is not a JSON object")
+    secret = bool(entry.get("env") or entry.get("headers"))
+    prompts: list[str] = []
+    if secret and options.target == "vscode" and not options.user:
+        prompts = _inputs_for_vscode(name, entry, data)
+        secret = False  # the file now holds references, not values
     existing = section.get(name)
     if existing == entry:
         print(f"{name} is already installed in {path}: nothing to change")
@@ -379,13 +436,18 @@ def install(options: InstallOptions) -> int:
         if options.target in ("claude-code", "gemini-cli"):
             print(f"or run: {shlex.join(_cli_line(options, name, command, secrets=False))}")
         return 0
-    backup = _backup(path) if path.exists() else None
+    backup = _backup(path, secret=secret) if path.exists() else None
     data[_section(options.target)] = {**section, name: entry}
-    _write(path, data)
+    _write(path, data, secret=secret)
     print(
         f"{'replaced' if existing is not None else 'added'} {name!r} in {path}"
         + (f" (backup: {backup})" if backup else "")
     )
+    if prompts:
+        print(
+            "the values of --env/--header are not written to the workspace file (it is often committed): "
+            f"VS Code asks for them on first start ({', '.join(prompts)}) and keeps them in its secret storage"
+        )
     if options.target in ("claude-code", "gemini-cli"):
         program = "claude" if options.target == "claude-code" else "gemini"
         print(
