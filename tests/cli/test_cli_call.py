@@ -412,7 +412,12 @@ def test_refs_and_untyped_branches_are_followed() -> None:
     tool = {"name": "t", "inputSchema": schema}
     words = ['flt={"status":"open"}', "loose=plain words", 'missing={"a":1}', "code=007"]
     arguments, _ = parse_arguments(tool, words)
-    assert arguments == {"flt": {"status": "open"}, "loose": "plain words", "missing": {"a": 1}, "code": "007"}
+    assert arguments == {
+        "flt": {"status": "open"},
+        "loose": "plain words",
+        "missing": {"a": 1},
+        "code": "007",
+    }
     assert parse_arguments(tool, ["loose=[1]", "code=12"])[0] == {"loose": [1], "code": 12}
     with pytest.raises(CLIError, match="expected object or null"):
         parse_arguments(tool, ["flt=[1]"])

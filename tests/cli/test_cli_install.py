@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from conftest import REFUND_DESK
-from oidc_helpers import NODE_DIR
-from mcp_resolve.cli import main
 from mcp_resolve import __version__
-from mcp_resolve.cli import _install
+from mcp_resolve.cli import _install, main
 from mcp_resolve.cli._install import config_path
+from oidc_helpers import NODE_DIR
 
 SERVER = str(REFUND_DESK)
 
@@ -299,7 +298,14 @@ def test_claudes_variadic_options_do_not_swallow_the_name(remote: bool, home: Pa
     record = tmp_path / "argv.txt"
     executable(home, "claude", f'printf "%s\\n" "$@" > {record}')
     if remote:
-        extra = ["--http", "https://desk.example/mcp", "--header", "Authorization: Bearer t", "--header", "X-A: 1"]
+        extra = [
+            "--http",
+            "https://desk.example/mcp",
+            "--header",
+            "Authorization: Bearer t",
+            "--header",
+            "X-A: 1",
+        ]
     else:
         extra = [SERVER, "--env", "API_KEY=s3cret", "--env", "REGION=eu"]
     assert run("claude-code", *extra, "--name", "desk") == 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from ._connect import Connection
 from ._target import CLIError
-from ._terminal import Terminal, console, pretty
+from ._terminal import Terminal, console, pretty, safe
 
 __all__ = ["call_tool", "parse_arguments"]
 
@@ -152,36 +152,48 @@ async def call_tool(
     async with connection.client(terminal) as client:
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         if tool_name not in tools:
-            raise CLIError(f"no tool {tool_name!r} (there are: {', '.join(tools) or 'none'})")
+            raise CLIError(f"no tool {tool_name!r} (there are: {safe(', '.join(tools) or 'none')})")
         definition = tools[tool_name].model_dump(by_alias=True, exclude_none=True, mode="json")
         arguments, notes = parse_arguments(definition, words)
         for note in notes:
-            errors.print(note, markup=False)
+            errors.print(safe(note), markup=False)
         result = await client.call_tool(tool_name, arguments)
     dumped = result.model_dump(by_alias=True, exclude_none=True, mode="json")
     if as_json:
-        sys.stdout.write(pretty(dumped) + "\n")
+        sys.stdout.write(pretty(dumped, ascii_only=sys.stdout.isatty()) + "\n")
         return 1 if result.is_error else 0
     texts = [block.get("text", "") for block in dumped.get("content", []) if block.get("type") == "text"]
     if result.is_error:
-        errors.print(f"{tool_name} failed: " + "\n".join(texts), markup=False)
+        message = "\n".join(texts)
+        errors.print(
+            f"{safe(tool_name)} failed: "
+            + (safe(message, multiline=True) if sys.stderr.isatty() else message),
+            markup=False,
+        )
         return 1
     structured = result.structured_content
     if isinstance(structured, dict) and list(structured) == ["result"]:
         structured = structured["result"]  # a value that is not an object travels wrapped: unwrap it
         if isinstance(structured, str):
-            print(structured)
+            print(_shown(structured))
             return 0
     if structured is not None:
         _print_json(structured)
         return 0
     for block in dumped.get("content", []):
         if block.get("type") == "text":
-            print(block["text"])
+            print(_shown(block["text"]))
         else:
             size = len(block.get("data", "")) * 3 // 4
-            print(f"<{block.get('type')} {block.get('mimeType', '')} {size} bytes>".replace("  ", " "))
+            print(
+                _shown(f"<{block.get('type')} {block.get('mimeType', '')} {size} bytes>".replace("  ", " "))
+            )
     return 0
+
+
+def _shown(text: str) -> str:
+    """What the server sent, for stdout: control characters escaped at a terminal, as sent into a pipe."""
+    return safe(text, multiline=True) if sys.stdout.isatty() else text
 
 
 def _print_json(value: Any) -> None:

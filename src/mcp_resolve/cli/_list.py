@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import MCPError
 from ._connect import Connection, is_url
 from ._target import load_server
-from ._terminal import Terminal, console
+from ._terminal import Terminal, console, safe
 
 __all__ = ["list_server", "resolved_parameters"]
 
@@ -78,12 +78,15 @@ def _parameters(schema: dict[str, Any]) -> str:
 
 def render(listing: dict[str, Any], resolved: dict[str, list[str]]) -> None:
     """The listing for a person: one tool per line, its resolved parameters under it."""
-    from rich.markup import escape
+    from rich.markup import escape as escape_markup
+
+    def escape(text: object) -> str:  # what the server sent: neither markup nor control characters
+        return escape_markup(safe(text))
 
     out = console()
     info = listing["server"]
     out.print(
-        f"[bold]{escape(str(info.get('name', 'server')))}[/] [dim](protocol {info.get('protocolVersion')})[/]"
+        f"[bold]{escape(str(info.get('name', 'server')))}[/] [dim](protocol {escape(info.get('protocolVersion'))})[/]"
     )
     out.print(f"\n[bold]tools[/] ({len(listing['tools'])})")
     for tool in listing["tools"]:
@@ -106,13 +109,13 @@ def render(listing: dict[str, Any], resolved: dict[str, list[str]]) -> None:
             continue
         out.print(f"\n[bold]{title}[/] ({len(items)})")
         for item in items:
-            label = item.get(field, "")
+            label = str(item.get(field, ""))
             if key == "prompts" and item.get("arguments"):
-                label += "(" + ", ".join(a["name"] for a in item["arguments"]) + ")"
+                label += "(" + ", ".join(str(a.get("name")) for a in item["arguments"]) + ")"
             extra = item.get("description") or item.get("name") or ""
             line = f"  [green]{escape(label)}[/]"
             if extra and extra != label:
-                line += f"  [dim]{escape(extra.strip().splitlines()[0])}[/]"
+                line += f"  [dim]{escape(str(extra).strip().splitlines()[0])}[/]"
             out.print(line)
 
 
