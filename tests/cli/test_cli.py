@@ -238,10 +238,7 @@ def test_graph_shows_sampling_roots_context_and_prompts(tmp_path: Path) -> None:
 def test_graph_unknown_tool_lists_what_exists() -> None:
     done = cli("graph", str(REFUND_DESK), "--tool", "refund_everything")
     assert done.returncode == 1
-    assert (
-        "has no tool 'refund_everything' (it has: refund_order, receipt_lines, restock, ui://refund-desk/receipt.html)"
-        in done.stderr
-    )
+    assert "has no tool 'refund_everything' (it has: refund_order, receipt_lines, restock, ui://refund-desk/receipt.html)" in done.stderr
 
 
 @pytest.mark.anyio
