@@ -102,3 +102,39 @@ def test_call_shows_elicitation_and_errors_as_text(hostile: str) -> None:
     assert_inert(output)
     assert "Confirm?\\x1b[2K\\x1b[1A" in output and "d\\x1b]0;title\\x07" in output
     assert "boom\\x1b[2J\\x1b]0;hijacked\\x07" in output
+
+
+ENDLESS = r"""
+import json, sys, time
+delay = float(sys.argv[1])
+n = 0
+def send(o): sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+for line in sys.stdin:
+    msg = json.loads(line); m, i = msg.get("method"), msg.get("id")
+    if m == "initialize":
+        send({"jsonrpc": "2.0", "id": i, "result": {"protocolVersion": "2025-06-18",
+              "capabilities": {"tools": {}}, "serverInfo": {"name": "c", "version": "1"}}})
+    elif m == "tools/list":
+        n += 1
+        time.sleep(delay)
+        cursor = "again" if delay == 0 else f"page-{n}"
+        send({"jsonrpc": "2.0", "id": i, "result": {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}}],
+              "nextCursor": cursor}})
+    elif i is not None and m is not None:
+        send({"jsonrpc": "2.0", "id": i, "error": {"code": -32601, "message": "nope"}})
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("delay", "expected"), [(0, "gave a cursor it gave before"), (0.2, "did not finish within 2s")]
+)
+def test_endless_pages_do_not_hang_list(delay: float, expected: str, tmp_path: Path) -> None:
+    server = tmp_path / "endless_server.py"
+    server.write_text(ENDLESS)
+    child = spawn("list", "--timeout", "2", "--", sys.executable, str(server), str(delay))
+    child.expect(pexpect.EOF, timeout=30)
+    output = child.before
+    child.close()
+    assert child.exitstatus == 1, output
+    assert expected in output

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ._connect import Connection
+from ._list import listing_deadline
 from ._target import CLIError
 from ._terminal import Terminal, console, pretty, safe
 
@@ -150,7 +151,8 @@ async def call_tool(
 ) -> int:
     errors = console(stderr=True)
     async with connection.client(terminal) as client:
-        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        with listing_deadline(connection.timeout):
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         if tool_name not in tools:
             raise CLIError(f"no tool {tool_name!r} (there are: {safe(', '.join(tools) or 'none')})")
         definition = tools[tool_name].model_dump(by_alias=True, exclude_none=True, mode="json")
