@@ -33,6 +33,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv("APPDATA", raising=False)
+    monkeypatch.delenv("LOCALAPPDATA", raising=False)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.chdir(tmp_path)
     return home
@@ -393,3 +394,15 @@ def test_vscode_workspace_gets_input_prompts_not_secret_values(
     assert run("vscode", SERVER, "--name", "desk", "--user", "--env", "API_KEY=s3cret") == 0
     user = config_path("vscode", user=True)
     assert "s3cret" in user.read_text() and stat.S_IMODE(user.stat().st_mode) == 0o600
+
+
+def test_claude_desktop_from_the_windows_store_package(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
+    monkeypatch.setenv("LOCALAPPDATA", str(home / "AppData" / "Local"))
+    classic = home / "AppData" / "Roaming" / "Claude" / "claude_desktop_config.json"
+    assert config_path("claude-desktop", platform="win32") == classic  # no package folder
+    package = home / "AppData" / "Local" / "Packages" / "Claude_pzs8sxrjxfjjc"
+    package.mkdir(parents=True)
+    expected = package / "LocalCache" / "Roaming" / "Claude" / "claude_desktop_config.json"
+    assert config_path("claude-desktop", platform="win32") == expected
+    assert config_path("claude-desktop", platform="linux") != expected

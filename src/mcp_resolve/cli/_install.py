@@ -70,7 +70,8 @@ def config_path(
     platform = platform or sys.platform
     home = Path.home()
     if target == "claude-desktop":
-        return _app_data(platform, home) / "Claude" / "claude_desktop_config.json"
+        packaged = _claude_msix(platform, home)
+        return (packaged or _app_data(platform, home) / "Claude") / "claude_desktop_config.json"
     if target == "claude-code":
         return home / ".claude.json"  # the user scope of `claude mcp add --scope user`
     if target == "cursor":
@@ -82,6 +83,19 @@ def config_path(
             return _app_data(platform, home) / "Code" / "User" / "mcp.json"
         return Path(workspace or os.getcwd()).resolve() / ".vscode" / "mcp.json"
     raise CLIError(f"{target} has no config file")
+
+
+def _claude_msix(platform: str, home: Path) -> Path | None:
+    r"""Claude Desktop installed as an MSIX package (the Windows installer's default) reads its
+    config from the package's virtualised AppData, `%LOCALAPPDATA%\Packages\Claude_*\LocalCache\Roaming\Claude`:
+    that folder when the package exists, else None (the classic `%APPDATA%\Claude`).
+    """
+    if not platform.startswith("win"):
+        return None
+    local = os.environ.get("LOCALAPPDATA")
+    packages = (Path(local) if local else home / "AppData" / "Local") / "Packages"
+    found = sorted(package for package in packages.glob("Claude_*") if package.is_dir())
+    return found[0] / "LocalCache" / "Roaming" / "Claude" if found else None
 
 
 def _app_data(platform: str, home: Path) -> Path:
