@@ -421,3 +421,12 @@ def test_refs_and_untyped_branches_are_followed() -> None:
     assert parse_arguments(tool, ["loose=[1]", "code=12"])[0] == {"loose": [1], "code": 12}
     with pytest.raises(CLIError, match="expected object or null"):
         parse_arguments(tool, ["flt=[1]"])
+
+
+@pytest.mark.slow
+def test_a_server_that_never_answers_times_out_with_a_message() -> None:
+    from test_cli import cli
+
+    done = cli("list", "--timeout", "1", "--", sys.executable, "-c", "import time; time.sleep(30)")
+    assert done.returncode == 1
+    assert "TimeoutError: the server did not answer in time (--timeout" in done.stderr

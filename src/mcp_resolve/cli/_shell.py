@@ -134,6 +134,8 @@ def _reason(exc: BaseException) -> str:
     while isinstance(inner, tuple) and len(inner) == 1:
         exc = inner[0]
         inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "the server did not answer in time (--timeout sets how long connecting may take)"
     return str(exc)
 
 
