@@ -430,3 +430,13 @@ def test_a_server_that_never_answers_times_out_with_a_message() -> None:
     done = cli("list", "--timeout", "1", "--", sys.executable, "-c", "import time; time.sleep(30)")
     assert done.returncode == 1
     assert "TimeoutError: the server did not answer in time (--timeout" in done.stderr
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    for text in ("nan", "inf", "-Infinity"):
+        with pytest.raises(ValueError, match="finite"):
+            parse_value(text, {"type": "number", "minimum": 0, "maximum": 10})
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "number"}}}}
+    with pytest.raises(CLIError, match="x=nan: expected number"):
+        parse_arguments(tool, ["x=nan"])
+    assert parse_value("2.5", {"type": "number", "minimum": 0}) == 2.5

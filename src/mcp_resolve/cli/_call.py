@@ -12,6 +12,7 @@ prints its message on stderr and exits with status 1. `--json` prints the whole 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -33,6 +34,8 @@ def _as(text: str, kind: str) -> Any:
         return int(text)
     if kind == "number":
         number = float(text)
+        if not math.isfinite(number):  # nan and inf are not JSON numbers
+            raise ValueError("not a finite number")
         return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
     if kind == "boolean":
         if text.lower() in TRUE:

@@ -15,6 +15,7 @@ reads a line at a time, so it works in any terminal, over ssh and under a pseudo
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from typing import TYPE_CHECKING, Any
@@ -112,6 +113,8 @@ def parse_value(text: str, spec: dict[str, Any]) -> Any:
             number: float | int = int(text) if kind == "integer" else float(text)
         except ValueError:
             raise ValueError(f"enter {'a whole number' if kind == 'integer' else 'a number'}") from None
+        if not math.isfinite(number):  # nan compares false with every bound, and is not JSON
+            raise ValueError("enter a finite number")
         if "minimum" in spec and number < spec["minimum"]:
             raise ValueError(f"the minimum is {spec['minimum']}")
         if "maximum" in spec and number > spec["maximum"]:
