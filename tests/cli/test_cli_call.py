@@ -371,3 +371,72 @@ def test_without_the_cli_extra_list_and_call_say_what_to_install(
     monkeypatch.setitem(sys.modules, "rich", None)  # as if rich were not installed
     assert main(["call", str(REFUND_DESK), "refund_order", "order_id=ORD-7001", "reason=x"]) == 1
     assert "pip install 'mcp-resolve[cli]'" in capsys.readouterr().err
+
+
+OPTIONAL_MODEL_SERVER = """
+from pydantic import BaseModel
+from mcp_resolve import MCPServer
+mcp = MCPServer("opt")
+class Filter(BaseModel):
+    status: str
+@mcp.tool()
+async def search(flt: Filter | None = None, code: int | str = "x", tags: list[str] | None = None) -> str:
+    return f"flt={flt!r} code={code!r} tags={tags!r}"
+"""
+
+
+@pytest.mark.slow
+def test_an_optional_model_argument_follows_its_ref(tmp_path: Path) -> None:
+    server = tmp_path / "opt_server.py"
+    server.write_text(OPTIONAL_MODEL_SERVER)
+    child = spawn("call", str(server), "search", 'flt={"status": "open"}', "code=007", 'tags=["a"]')
+    output, status = finish(child)
+    assert status == 0, output
+    assert "flt=Filter(status='open') code='007' tags=['a']" in output
+    output, status = finish(spawn("call", str(server), "search", "flt=null", "code=7"))
+    assert status == 0, output
+    assert "flt=None code=7 tags=None" in output
+
+
+def test_refs_and_untyped_branches_are_followed() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {"Filter": {"type": "object", "properties": {"status": {"type": "string"}}}},
+        "properties": {
+            "flt": {"anyOf": [{"$ref": "#/$defs/Filter"}, {"type": "null"}]},
+            "loose": {"anyOf": [{}, {"type": "null"}]},
+            "missing": {"anyOf": [{"$ref": "#/$defs/Nowhere"}, {"type": "null"}]},
+            "code": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        },
+    }
+    tool = {"name": "t", "inputSchema": schema}
+    words = ['flt={"status":"open"}', "loose=plain words", 'missing={"a":1}', "code=007"]
+    arguments, _ = parse_arguments(tool, words)
+    assert arguments == {
+        "flt": {"status": "open"},
+        "loose": "plain words",
+        "missing": {"a": 1},
+        "code": "007",
+    }
+    assert parse_arguments(tool, ["loose=[1]", "code=12"])[0] == {"loose": [1], "code": 12}
+    with pytest.raises(CLIError, match="expected object or null"):
+        parse_arguments(tool, ["flt=[1]"])
+
+
+@pytest.mark.slow
+def test_a_server_that_never_answers_times_out_with_a_message() -> None:
+    from test_cli import cli
+
+    done = cli("list", "--timeout", "1", "--", sys.executable, "-c", "import time; time.sleep(30)")
+    assert done.returncode == 1
+    assert "TimeoutError: the server did not answer in time (--timeout" in done.stderr
+
+
+def test_non_finite_numbers_are_refused() -> None:
+    for text in ("nan", "inf", "-Infinity"):
+        with pytest.raises(ValueError, match="finite"):
+            parse_value(text, {"type": "number", "minimum": 0, "maximum": 10})
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "number"}}}}
+    with pytest.raises(CLIError, match="x=nan: expected number"):
+        parse_arguments(tool, ["x=nan"])
+    assert parse_value("2.5", {"type": "number", "minimum": 0}) == 2.5

@@ -348,3 +348,64 @@ async def test_http_reload_worker_never_outlives_its_supervisor(tmp_path: Path) 
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+LIFESPAN_FAILS = """
+    from contextlib import asynccontextmanager
+
+    from mcp_resolve import MCPServer
+
+    @asynccontextmanager
+    async def life(server):
+        raise RuntimeError("database unreachable at startup")
+        yield
+
+    mcp = MCPServer("Reloaded", lifespan=life)
+
+    @mcp.tool()
+    def v2() -> str:
+        return "v2"
+"""
+
+V1 = """
+    from mcp_resolve import MCPServer
+
+    mcp = MCPServer("Reloaded")
+
+    @mcp.tool()
+    def v1() -> str:
+        return "v1"
+"""
+
+
+@pytest.mark.anyio
+async def test_http_reload_keeps_the_last_good_server_when_a_lifespan_fails(tmp_path: Path) -> None:
+    served = tmp_path / "server.py"
+    write(served, V1)
+    log = tmp_path / "stderr.log"
+    port = free_port()
+    with log.open("wb") as stderr:
+        process = await anyio.open_process(
+            [*CLI, "run", str(served), "--http", "--port", str(port), "--reload"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        await eventually(lambda: "mcp-resolve --reload: serving" in log.read_text(), "the first server", log)
+        write(served, LIFESPAN_FAILS)
+        await eventually(
+            lambda: "the last good server keeps serving" in log.read_text(), "the failed start's report", log
+        )
+        assert "database unreachable at startup" in log.read_text()
+        async with Client(url, mode="2026-07-28") as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == ["v1"]
+            assert (await client.call_tool("v1", {})).structured_content == {"result": "v1"}
+    finally:
+        process.terminate()
+        with anyio.move_on_after(20):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

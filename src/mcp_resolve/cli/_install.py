@@ -8,9 +8,12 @@ and Gemini CLI have their own `mcp add` command: it is run when the client is on
 otherwise the file is written and the command line it would have received is printed, so the
 user can replay it.
 
-The entry runs the server reproducibly: `uv run --with mcp-resolve mcp-resolve run FILE` when
-`uv` is present (the packages resolved afresh by uv), else this interpreter's absolute path
-(`python -m mcp_resolve run FILE`, the packages of this environment). Values given with `--env`
+The entry runs the server reproducibly: `/abs/uv run --no-project --with mcp-resolve==VERSION
+mcp-resolve run FILE` when `uv` is present and this mcp-resolve came from the package index (uv
+fetches the same version; absolute, since GUI clients lack the shell's PATH; `--no-project`, so
+the client's working directory does not pick a project), else this interpreter's absolute path
+(`python -m mcp_resolve run FILE`, the packages of this environment: an editable or local
+install exists only here). Values given with `--env`
 and `--header` may be secrets: they are written to the file but shown masked.
 """
 
@@ -18,14 +21,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from ._target import CLIError, absolute_target, load_server, split_target
 
 __all__ = ["TARGETS", "InstallOptions", "config_path", "install", "server_command"]
@@ -64,7 +70,8 @@ def config_path(
     platform = platform or sys.platform
     home = Path.home()
     if target == "claude-desktop":
-        return _app_data(platform, home) / "Claude" / "claude_desktop_config.json"
+        packaged = _claude_msix(platform, home)
+        return (packaged or _app_data(platform, home) / "Claude") / "claude_desktop_config.json"
     if target == "claude-code":
         return home / ".claude.json"  # the user scope of `claude mcp add --scope user`
     if target == "cursor":
@@ -76,6 +83,19 @@ def config_path(
             return _app_data(platform, home) / "Code" / "User" / "mcp.json"
         return Path(workspace or os.getcwd()).resolve() / ".vscode" / "mcp.json"
     raise CLIError(f"{target} has no config file")
+
+
+def _claude_msix(platform: str, home: Path) -> Path | None:
+    r"""Claude Desktop installed as an MSIX package (the Windows installer's default) reads its
+    config from the package's virtualised AppData, `%LOCALAPPDATA%\Packages\Claude_*\LocalCache\Roaming\Claude`:
+    that folder when the package exists, else None (the classic `%APPDATA%\Claude`).
+    """
+    if not platform.startswith("win"):
+        return None
+    local = os.environ.get("LOCALAPPDATA")
+    packages = (Path(local) if local else home / "AppData" / "Local") / "Packages"
+    found = sorted(package for package in packages.glob("Claude_*") if package.is_dir())
+    return found[0] / "LocalCache" / "Roaming" / "Claude" if found else None
 
 
 def _app_data(platform: str, home: Path) -> Path:
@@ -119,6 +139,33 @@ def pairs(values: list[str] | None, separator: str, what: str) -> dict[str, str]
     return out
 
 
+def local_source() -> str | None:
+    """Where this mcp-resolve came from when that is not the package index (an editable or local
+    install, or source on `sys.path` with no installed distribution); None for a registry install.
+
+    A registry install can be pinned and fetched again by uv; a local one exists only here, so its
+    entry must run this interpreter instead.
+    """
+    from importlib import metadata
+
+    try:
+        distribution = metadata.distribution("mcp-resolve")
+    except metadata.PackageNotFoundError:
+        return "source on sys.path, not an installed distribution"
+    text = distribution.read_text("direct_url.json")
+    if not text:
+        return None
+    try:
+        direct = json.loads(text)
+    except ValueError:
+        return "an installed distribution with an unreadable direct_url.json"
+    if not isinstance(direct, dict):
+        return "an installed distribution with an unreadable direct_url.json"
+    url = str(direct.get("url", ""))
+    editable = isinstance(direct.get("dir_info"), dict) and direct["dir_info"].get("editable")
+    return f"{'an editable' if editable else 'a direct'} install from {url or 'a local path'}"
+
+
 def server_command(options: InstallOptions) -> tuple[list[str], str]:
     """The command that runs the server, and a sentence saying how it was chosen."""
     assert options.server is not None
@@ -127,17 +174,26 @@ def server_command(options: InstallOptions) -> tuple[list[str], str]:
         raise CLIError(f"no such file: {path}")
     target = absolute_target(options.server)
     uv = shutil.which("uv")
-    if uv is not None:
-        command = ["uv", "run", "--with", "mcp-resolve"]
+    local = local_source()
+    if uv is not None and local is None:
+        # Absolute: a GUI client does not start from the shell's PATH. `--no-project`: uv would
+        # otherwise sync whatever project the client's working directory happens to be in.
+        uv = str(Path(uv).resolve())
+        command = [uv, "run", "--no-project", "--with", f"mcp-resolve=={__version__}"]
         for package in options.with_packages:
             command += ["--with", package]
         if options.python:
             command += ["--python", options.python]
         command += ["mcp-resolve", "run", target]
-        return command, f"runs with uv ({uv}): `uv run --with mcp-resolve` resolves the packages afresh"
+        return command, f"runs with uv ({uv}): `uv run --no-project --with mcp-resolve=={__version__}`"
     if options.with_packages:
+        if uv is None:
+            raise CLIError(
+                "--with needs uv on PATH (https://docs.astral.sh/uv/); without it, install the packages here"
+            )
         raise CLIError(
-            "--with needs uv on PATH (https://docs.astral.sh/uv/); without it, install the packages here"
+            f"--with needs mcp-resolve from the package index, and this one is {local}: "
+            "install the packages into this environment instead"
         )
     python = options.python or sys.executable
     if options.python and not Path(python).is_absolute():
@@ -145,8 +201,9 @@ def server_command(options: InstallOptions) -> tuple[list[str], str]:
         if found is None:
             raise CLIError(f"--python {python}: not found on PATH")
         python = found
+    why = "uv is not on PATH" if uv is None else f"this mcp-resolve is {local}, which uv cannot fetch"
     return [python, "-m", "mcp_resolve", "run", target], (
-        f"uv is not on PATH: runs with the interpreter {python} and the packages installed for it"
+        f"{why}: runs with the interpreter {python} and the packages installed for it"
     )
 
 
@@ -185,18 +242,32 @@ def _section(target: str) -> str:
     return "servers" if target == "vscode" else "mcpServers"
 
 
+NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""An entry name every client takes: letters, digits, hyphens and underscores (Claude Code's rule)."""
+
+
+def slug(text: str) -> str:
+    """`Refund Desk` as `refund-desk`: what a client accepts as an entry name."""
+    words = re.sub(r"[^a-z0-9_]+", "-", text.lower()).strip("-_")
+    return words[:64].strip("-_") or "server"
+
+
 def _default_name(options: InstallOptions) -> str:
-    if options.name:
+    if options.name is not None:
+        if not NAME.fullmatch(options.name):
+            raise CLIError(
+                f"--name {options.name!r}: use letters, digits, hyphens and underscores (at most 64)"
+            )
         return options.name
     if options.server is not None:
         path, obj = split_target(options.server)
         try:
-            return load_server(options.server).name
+            return slug(load_server(options.server).name)
         except Exception:  # the server's own name is a nicety: the file name serves as well
-            return obj or path.stem
+            return slug(obj or path.stem)
     from urllib.parse import urlsplit
 
-    return urlsplit(options.http or "").hostname or "server"
+    return slug(urlsplit(options.http or "").hostname or "server")
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -217,26 +288,77 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
-def _backup(path: Path) -> Path:
-    """Copy `path` beside itself as `NAME.bak` (or `.bak.1`, ...: an older backup is never overwritten)."""
+def _backup(path: Path, *, secret: bool) -> Path:
+    """Copy `path` beside itself as `NAME.bak` (or `.bak.1`, ...: an older backup is never overwritten).
+
+    With `secret`, the copy is readable by its owner only, like the file it backs up is about to be.
+    """
     for index in range(MAX_BACKUPS):
         backup = path.with_name(path.name + (".bak" if index == 0 else f".bak.{index}"))
         if not backup.exists():
             shutil.copy2(path, backup)
+            if secret:
+                backup.chmod(backup.stat().st_mode & 0o600)
             return backup
     raise CLIError(f"{path} has {MAX_BACKUPS} backups beside it already: remove some")
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    """Replace the file atomically, keeping its permissions (a new one readable by its owner only)."""
+def _write(path: Path, data: dict[str, Any], *, secret: bool) -> None:
+    """Replace the file atomically, keeping its permissions (a new one readable by its owner only).
+
+    A symlinked config (a dotfiles manager's) is written through to its target, so the link stays.
+    With `secret` (the entry carries --env or --header values), the file ends up 0600, with a
+    warning when it was readable by others before. The data is on disk (fsync) before the rename,
+    and the temporary file is removed when anything fails.
+    """
+    path = path.resolve() if path.is_symlink() else path
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    temporary = path.with_name(f".{path.name}.mcp-resolve-{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(temporary, path)
+    if secret and mode & 0o077:
+        print(
+            f"mcp-resolve: {path} was readable by others (mode {mode:o}) and now holds secrets: "
+            "made it readable by you only (0600)",
+            file=sys.stderr,
+        )
+        mode = 0o600
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:  # mkstemp creates it 0600
+            json.dump(data, handle, indent=2)
+            handle.write("\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _inputs_for_vscode(name: str, entry: dict[str, Any], data: dict[str, Any]) -> list[str]:
+    """Swap the entry's secret values for `${input:ID}` prompts (VS Code's `inputs`); their ids.
+
+    A workspace's `.vscode/mcp.json` is usually committed: VS Code asks for each value once and
+    keeps it in its own secret storage, so the value never lands in the file.
+    """
+    inputs = data.get("inputs", [])
+    if not isinstance(inputs, list):
+        raise CLIError("the file's 'inputs' is not a JSON list: add the entry by hand")
+    ids: list[str] = []
+    for section in ("env", "headers"):
+        values = entry.get(section)
+        if not values:
+            continue
+        for key in list(values):
+            input_id = f"{name}-{slug(key)}"
+            values[key] = "${input:" + input_id + "}"
+            inputs = [item for item in inputs if not (isinstance(item, dict) and item.get("id") == input_id)]
+            inputs.append(
+                {"type": "promptString", "id": input_id, "description": f"{key} for {name}", "password": True}
+            )
+            ids.append(input_id)
+    data["inputs"] = inputs
+    return ids
 
 
 def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, secrets: bool) -> list[str]:
@@ -245,24 +367,24 @@ def _cli_line(options: InstallOptions, name: str, command: list[str] | None, *, 
     def shown(value: str) -> str:
         return value if secrets else HIDDEN
 
+    # Both CLIs read `--env` and `--header` as variadic (commander's `<env...>`, yargs' arrays):
+    # a positional after their values would be swallowed as one more value. So those options
+    # come first, the single-valued `--scope user` closes them, and only then NAME and the command.
     program = "claude" if options.target == "claude-code" else "gemini"
-    line = [program, "mcp", "add", "--scope", "user"]
+    line = [program, "mcp", "add"]
     if options.http is not None:
-        line += ["--transport", "http"]
         for key, value in options.headers.items():
             line += ["--header", f"{key}: {shown(value)}"]
-        return [*line, name, options.http]
+        return [*line, "--transport", "http", "--scope", "user", name, options.http]
     assert command is not None
-    if program == "claude":
-        line += ["--transport", "stdio"]
     for key, value in options.env.items():
         line += ["--env", f"{key}={shown(value)}"]
     if program == "claude":
-        return [*line, name, "--", *command]
+        return [*line, "--transport", "stdio", "--scope", "user", name, "--", *command]
     # gemini's parser would take `-m` for its own option: the server's arguments go after `--`
     # (its documented form, `gemini mcp add NAME python server.py -- --server-arg v`).
     rest = ["--", *command[1:]] if any(arg.startswith("-") for arg in command[1:]) else command[1:]
-    return [*line, name, command[0], *rest]
+    return [*line, "--scope", "user", name, command[0], *rest]
 
 
 def install(options: InstallOptions) -> int:
@@ -303,6 +425,11 @@ def install(options: InstallOptions) -> int:
         section = {}
     elif not isinstance(section, dict):
         raise CLIError(f"{path}: {_section(options.target)!r} is not a JSON object")
+    secret = bool(entry.get("env") or entry.get("headers"))
+    prompts: list[str] = []
+    if secret and options.target == "vscode" and not options.user:
+        prompts = _inputs_for_vscode(name, entry, data)
+        secret = False  # the file now holds references, not values
     existing = section.get(name)
     if existing == entry:
         print(f"{name} is already installed in {path}: nothing to change")
@@ -323,13 +450,18 @@ def install(options: InstallOptions) -> int:
         if options.target in ("claude-code", "gemini-cli"):
             print(f"or run: {shlex.join(_cli_line(options, name, command, secrets=False))}")
         return 0
-    backup = _backup(path) if path.exists() else None
+    backup = _backup(path, secret=secret) if path.exists() else None
     data[_section(options.target)] = {**section, name: entry}
-    _write(path, data)
+    _write(path, data, secret=secret)
     print(
         f"{'replaced' if existing is not None else 'added'} {name!r} in {path}"
         + (f" (backup: {backup})" if backup else "")
     )
+    if prompts:
+        print(
+            "the values of --env/--header are not written to the workspace file (it is often committed): "
+            f"VS Code asks for them on first start ({', '.join(prompts)}) and keeps them in its secret storage"
+        )
     if options.target in ("claude-code", "gemini-cli"):
         program = "claude" if options.target == "claude-code" else "gemini"
         print(

@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import anyio
+
+from ..client.listing import ListingError
 from ..errors import MCPError
 from ._connect import Connection, is_url
-from ._target import load_server
-from ._terminal import Terminal, console
+from ._target import CLIError, load_server
+from ._terminal import Terminal, console, safe
 
-__all__ = ["list_server", "resolved_parameters"]
+__all__ = ["list_server", "listing_deadline", "resolved_parameters"]
 
 
 def resolved_parameters(server: str | None) -> dict[str, list[str]]:
@@ -44,6 +49,8 @@ async def _optional(capability: str, capabilities: dict[str, Any], fetch: Any) -
         return []
     try:
         page = await fetch()
+    except ListingError:
+        raise
     except MCPError:
         return []
     return [_dump(item) for item in getattr(page, _ATTRIBUTE[capability])]
@@ -53,18 +60,32 @@ _ATTRIBUTE = {"resources": "resources", "templates": "resource_templates", "prom
 
 
 async def gather(connection: Connection, terminal: Terminal) -> dict[str, Any]:
+    """Every listing of the server, all within one deadline (`--timeout`) once connected."""
     async with connection.client(terminal) as client:
-        tools = [_dump(tool) for tool in (await client.list_tools()).tools]
-        capabilities = dict(client.server_capabilities)
-        if "resources" in capabilities:
-            capabilities["templates"] = capabilities["resources"]
-        return {
-            "server": {**(client.server_info or {}), "protocolVersion": client.protocol_version},
-            "tools": tools,
-            "resources": await _optional("resources", capabilities, client.list_resources),
-            "resourceTemplates": await _optional("templates", capabilities, client.list_resource_templates),
-            "prompts": await _optional("prompts", capabilities, client.list_prompts),
-        }
+        with listing_deadline(connection.timeout):
+            tools = [_dump(tool) for tool in (await client.list_tools()).tools]
+            capabilities = dict(client.server_capabilities)
+            if "resources" in capabilities:
+                capabilities["templates"] = capabilities["resources"]
+            return {
+                "server": {**(client.server_info or {}), "protocolVersion": client.protocol_version},
+                "tools": tools,
+                "resources": await _optional("resources", capabilities, client.list_resources),
+                "resourceTemplates": await _optional(
+                    "templates", capabilities, client.list_resource_templates
+                ),
+                "prompts": await _optional("prompts", capabilities, client.list_prompts),
+            }
+
+
+@contextmanager
+def listing_deadline(seconds: float) -> Iterator[None]:
+    """One deadline over a whole listing, however many pages the server sends; a clear error past it."""
+    try:
+        with anyio.fail_after(seconds):
+            yield
+    except TimeoutError:
+        raise CLIError(f"the server's listing did not finish within {seconds:g}s (--timeout)") from None
 
 
 def _parameters(schema: dict[str, Any]) -> str:
@@ -78,12 +99,15 @@ def _parameters(schema: dict[str, Any]) -> str:
 
 def render(listing: dict[str, Any], resolved: dict[str, list[str]]) -> None:
     """The listing for a person: one tool per line, its resolved parameters under it."""
-    from rich.markup import escape
+    from rich.markup import escape as escape_markup
+
+    def escape(text: object) -> str:  # what the server sent: neither markup nor control characters
+        return escape_markup(safe(text))
 
     out = console()
     info = listing["server"]
     out.print(
-        f"[bold]{escape(str(info.get('name', 'server')))}[/] [dim](protocol {info.get('protocolVersion')})[/]"
+        f"[bold]{escape(str(info.get('name', 'server')))}[/] [dim](protocol {escape(info.get('protocolVersion'))})[/]"
     )
     out.print(f"\n[bold]tools[/] ({len(listing['tools'])})")
     for tool in listing["tools"]:
@@ -106,13 +130,13 @@ def render(listing: dict[str, Any], resolved: dict[str, list[str]]) -> None:
             continue
         out.print(f"\n[bold]{title}[/] ({len(items)})")
         for item in items:
-            label = item.get(field, "")
+            label = str(item.get(field, ""))
             if key == "prompts" and item.get("arguments"):
-                label += "(" + ", ".join(a["name"] for a in item["arguments"]) + ")"
+                label += "(" + ", ".join(str(a.get("name")) for a in item["arguments"]) + ")"
             extra = item.get("description") or item.get("name") or ""
             line = f"  [green]{escape(label)}[/]"
             if extra and extra != label:
-                line += f"  [dim]{escape(extra.strip().splitlines()[0])}[/]"
+                line += f"  [dim]{escape(str(extra).strip().splitlines()[0])}[/]"
             out.print(line)
 
 

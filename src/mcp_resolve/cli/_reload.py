@@ -4,8 +4,9 @@ Over HTTP, a supervisor process binds the port once and keeps the listening sock
 life; the server itself runs in a worker process that inherits that socket. On a change the
 supervisor starts a new worker, which loads the file and says so before it serves anything. A
 file that does not load (a syntax error, an `InvalidSignature` from registration, any other import
-error) is reported by that worker, which exits, and the running worker keeps serving the last
-good version until the file is fixed. A file that loads replaces the running worker: the old one
+error), or whose lifespan fails at startup (the worker starts it before the old one stops), is
+reported by that worker, which exits, and the running worker keeps serving the last good version
+until the file is fixed. A file that loads and starts replaces the running worker: the old one
 stops gracefully (requests in flight finish), then the new one, already loaded, serves on the same
 socket. Clients keep their URL: a connection that arrives during the swap waits in the socket's
 backlog.
@@ -144,24 +145,31 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 class _Worker:
-    """A worker process and its two pipes: it says `L` once the file is loaded and `1` once serving;
-    it is told `1` (go) to start serving, or sees the pipe close and ends unused."""
+    """A worker process, a pipe it speaks on and a channel it is told on: it says `L` once the file is
+    loaded and its lifespan started, and `1` once serving; it is told `1` (go), with the listening
+    socket attached, to start serving, or sees the channel close and ends unused.
+
+    The socket is handed over only with `go`: while a new version starts, the old worker is the only
+    process holding it, so the new one's startup sees itself alone (the fleet check counts the
+    processes sharing a listening socket) and a version that fails to start never touched it.
+    """
 
     def __init__(self, sock: socket.socket, settings: dict[str, Any]) -> None:
+        self.sock = sock
         self.said, ready_write = os.pipe()
-        go_read, self.go = os.pipe()
-        handed = {**settings, "fd": sock.fileno(), "ready": ready_write, "go": go_read}
+        self.channel, theirs = socket.socketpair()
+        handed = {**settings, "ready": ready_write, "go": theirs.fileno()}
         command = [sys.executable, "-c", "from mcp_resolve.cli._reload import reload_worker; reload_worker()"]
         try:
             self.process = subprocess.Popen(
                 command,
                 env={**os.environ, RELOAD_WORKER_ENV: json.dumps(handed)},
-                pass_fds=(sock.fileno(), ready_write, go_read),
+                pass_fds=(ready_write, theirs.fileno()),
                 stdin=subprocess.DEVNULL,
             )
         finally:
             os.close(ready_write)
-            os.close(go_read)
+            theirs.close()
 
     def hears(self, expected: bytes) -> bool:
         readable, _, _ = select.select([self.said], [], [], START_TIMEOUT)
@@ -171,26 +179,30 @@ class _Worker:
         return os.read(self.said, 1) == expected
 
     def loaded(self) -> bool:
-        """Whether the file loaded (else the worker has said why on stderr, and is stopped)."""
+        """Whether the file loaded and its lifespan started (else the worker has said why, and is stopped)."""
         if self.hears(b"L"):
             return True
         self.stop()
         return False
 
     def serving(self) -> bool:
-        """Tell the loaded worker to serve; whether it is serving."""
-        os.write(self.go, b"1")
+        """Hand the loaded worker the socket and tell it to serve; whether it is serving."""
+        try:
+            socket.send_fds(self.channel, [b"1"], [self.sock.fileno()])
+        except OSError:  # it has gone meanwhile
+            self.stop()
+            return False
         if self.hears(b"1"):
             return True
         self.stop()
         return False
 
     def stop(self) -> None:
-        for fd in (self.said, self.go):
-            try:
-                os.close(fd)
-            except OSError:
-                pass  # closed already
+        try:
+            os.close(self.said)
+        except OSError:
+            pass  # closed already
+        self.channel.close()
         _stop(self.process)
 
 
@@ -302,17 +314,17 @@ def reload_worker() -> None:
     except BaseException as exc:
         _show_load_error(exc, split_target(settings["target"])[0])
         sys.exit(1)
-    os.write(ready, b"L")
-    if os.read(go, 1) != b"1":  # the supervisor is ending, or chose another worker
-        sys.exit(0)
     config = uvicorn.Config(
         app,
         log_level=level.lower() if level in get_args(LogLevel) else "info",
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN,
         **uvicorn_options(ServerLimits(), trusted_proxies=settings["trusted_proxies"]),
     )
+    config.load()
+    lifespan = config.lifespan_class(config)
     served = uvicorn.Server(config)
-    sock = socket.socket(fileno=settings["fd"])
+    channel = socket.socket(fileno=go)
+    handed: list[socket.socket] = []
 
     def supervisor_gone() -> None:
         # The go pipe closes when the supervisor stops this worker or dies (even by SIGKILL): never
@@ -321,18 +333,61 @@ def reload_worker() -> None:
             asyncio.get_running_loop().remove_reader(go)
             served.should_exit = True
 
-    async def serve() -> None:
+    def receive(said: asyncio.Future[bool]) -> None:
+        if said.done():
+            return
+        message, fds, _flags, _address = socket.recv_fds(channel, 1, 1)
+        handed.extend(socket.socket(fileno=fd) for fd in fds)
+        said.set_result(message == b"1" and len(handed) == 1)
+
+    async def told_to_go() -> bool:
+        """The supervisor's go, with the listening socket; False when it closes the channel instead."""
+        loop = asyncio.get_running_loop()
+        said: asyncio.Future[bool] = loop.create_future()
+        loop.add_reader(go, receive, said)
+        try:
+            return await said
+        finally:
+            loop.remove_reader(go)
+
+    async def serve() -> int:
+        # The server's lifespan starts while the last good worker still serves: a version whose
+        # startup fails (a database it cannot reach) is reported like an import error, and the old
+        # one is never stopped for it. uvicorn then serves with the lifespan already started.
+        await lifespan.startup()
+        if lifespan.should_exit:  # uvicorn has logged why
+            return 1
+        os.write(ready, b"L")
+        if not await told_to_go():  # the supervisor is ending, or chose another worker
+            await lifespan.shutdown()
+            return 0
+        config.lifespan_class = lambda _config: _Started(lifespan)
         asyncio.get_running_loop().add_reader(go, supervisor_gone)
-        task = asyncio.ensure_future(served.serve(sockets=[sock]))
+        task = asyncio.ensure_future(served.serve(sockets=handed))
         while not served.started and not task.done():
             await asyncio.sleep(0.01)
         if served.started:
             os.write(ready, b"1")
         os.close(ready)
         await task
+        return 0 if served.started else 1
 
-    asyncio.run(serve())
-    sys.exit(0 if served.started else 1)
+    sys.exit(asyncio.run(serve()))
+
+
+class _Started:
+    """A lifespan uvicorn finds started already (the worker started it before serving); it ends it."""
+
+    def __init__(self, lifespan: Any) -> None:
+        self.lifespan = lifespan
+        self.state = lifespan.state
+        self.should_exit = False
+
+    async def startup(self) -> None:
+        return None
+
+    async def shutdown(self) -> None:
+        await self.lifespan.shutdown()
 
 
 def load_check() -> None:
@@ -351,19 +406,23 @@ def load_check() -> None:
 # -- stdio: the client owns the pipe; a good change ends the server ---------------------------------
 def _loads(target: str) -> bool:
     """Whether `target` loads, checked in a fresh process (why not on our stderr, never on a client's pipe)."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "from mcp_resolve.cli._reload import load_check; load_check()",
-            absolute_target(target),
-        ],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=sys.stderr,
-        timeout=START_TIMEOUT,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from mcp_resolve.cli._reload import load_check; load_check()",
+                absolute_target(target),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=sys.stderr,
+            timeout=START_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        _say(f"loading the change took more than {START_TIMEOUT:.0f} s; stopped it")
+        return False
     return done.returncode == 0
 
 

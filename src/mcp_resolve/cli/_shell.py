@@ -18,6 +18,7 @@ import anyio
 
 from ..errors import InvalidSignature, MCPError
 from ._target import CLIError
+from ._terminal import safe
 
 if TYPE_CHECKING:
     from ._terminal import Terminal
@@ -120,10 +121,10 @@ def run_shell_command(args: argparse.Namespace, command: list[str] | None) -> in
         print(f"InvalidSignature: {exc}", file=sys.stderr)
         return 1
     except (CLIError, MCPError) as exc:
-        print(f"mcp-resolve: {exc}", file=sys.stderr)
+        print(f"mcp-resolve: {safe(exc, multiline=True)}", file=sys.stderr)
         return 1
     except Exception as exc:  # a server that fails to start, a refused connection: one line, no traceback
-        print(f"mcp-resolve: {type(exc).__name__}: {_reason(exc)}", file=sys.stderr)
+        print(f"mcp-resolve: {type(exc).__name__}: {safe(_reason(exc), multiline=True)}", file=sys.stderr)
         return 1
 
 
@@ -133,6 +134,8 @@ def _reason(exc: BaseException) -> str:
     while isinstance(inner, tuple) and len(inner) == 1:
         exc = inner[0]
         inner = getattr(exc, "exceptions", None)
+    if isinstance(exc, TimeoutError) and not str(exc):
+        return "the server did not answer in time (--timeout sets how long connecting may take)"
     return str(exc)
 
 

@@ -15,6 +15,8 @@ reads a line at a time, so it works in any terminal, over ssh and under a pseudo
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +29,7 @@ from ._target import CLIError
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Terminal", "console", "parse_value", "require_rich"]
+__all__ = ["Terminal", "console", "parse_value", "require_rich", "safe"]
 
 ACTIONS = {
     "a": "accept",
@@ -37,6 +39,27 @@ ACTIONS = {
     "c": "cancel",
     "cancel": "cancel",
 }
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: object, *, multiline: bool = False) -> str:
+    """Text a server sent, made harmless to print: control characters shown, never obeyed.
+
+    ESC (CSI, OSC: cursor moves, screen clears, window titles, hyperlinks), the other C0 and C1
+    controls, DEL and the bidirectional overrides are written as `\\x1b`, `\\u202e`, ... so a
+    hostile name or message cannot redraw the terminal or fake a prompt. Tabs are kept; newlines
+    only with `multiline` (a one-line field such as a name cannot add lines of its own).
+    """
+    pattern = _CONTROL if multiline else _CONTROL_OR_LINE
+    return pattern.sub(_escaped, str(text))
 
 
 def require_rich() -> None:
@@ -90,6 +113,8 @@ def parse_value(text: str, spec: dict[str, Any]) -> Any:
             number: float | int = int(text) if kind == "integer" else float(text)
         except ValueError:
             raise ValueError(f"enter {'a whole number' if kind == 'integer' else 'a number'}") from None
+        if not math.isfinite(number):  # nan compares false with every bound, and is not JSON
+            raise ValueError("enter a finite number")
         if "minimum" in spec and number < spec["minimum"]:
             raise ValueError(f"the minimum is {spec['minimum']}")
         if "maximum" in spec and number > spec["maximum"]:
@@ -176,9 +201,9 @@ class Terminal:
             else dict(requested)
         )
         if not self.interactive:
-            self.out.print(f"declined (no terminal to ask): {escape(form.message)}")
+            self.out.print(f"declined (no terminal to ask): {escape(safe(form.message, multiline=True))}")
             return {"action": "decline"}
-        self.out.print(f"\n[bold cyan]?[/] [bold]{escape(form.message)}[/]")
+        self.out.print(f"\n[bold cyan]?[/] [bold]{escape(safe(form.message, multiline=True))}[/]")
         try:
             while True:
                 choice = self._read("  [a]ccept, [d]ecline or [c]ancel? [a] ").strip().lower() or "a"
@@ -200,9 +225,9 @@ class Terminal:
             label = name
             about = spec.get("description")
             if about:
-                self.out.print(f"  [dim]{escape(about)}[/]")
+                self.out.print(f"  [dim]{escape(safe(about, multiline=True))}[/]")
             while True:
-                text = self._read(f"  {escape(label)} ({escape(_hint(spec, name in required))}): ").strip()
+                text = self._read(f"  {safe(label)} ({safe(_hint(spec, name in required))}): ").strip()
                 if not text:
                     if "default" in spec:
                         content[name] = spec["default"]
@@ -215,7 +240,7 @@ class Terminal:
                     content[name] = parse_value(text, spec)
                     break
                 except ValueError as exc:
-                    self.out.print(f"  [red]{escape(str(exc))}[/]: try again")
+                    self.out.print(f"  [red]{escape(safe(exc))}[/]: try again")
         return content
 
     async def sample(self, params: CreateMessageRequestParams) -> CreateMessageResult:
@@ -228,12 +253,12 @@ class Terminal:
             raise MCPError(INVALID_REQUEST, "no terminal to answer sampling; give --sampling-model")
         self.out.print("\n[bold magenta]?[/] [bold]the server asks for a completion[/]")
         if params.system_prompt:
-            self.out.print(f"  [dim]system:[/] {escape(params.system_prompt)}")
+            self.out.print(f"  [dim]system:[/] {escape(safe(params.system_prompt, multiline=True))}")
         for message in params.messages:
             blocks = message.content if isinstance(message.content, list) else [message.content]
             for block in blocks:
                 text = getattr(block, "text", None) or f"<{getattr(block, 'type', 'content')}>"
-                self.out.print(f"  [dim]{message.role}:[/] {escape(text)}")
+                self.out.print(f"  [dim]{safe(message.role)}:[/] {escape(safe(text, multiline=True))}")
         try:
             reply = self._read("  your reply, as the model: ")
         except Cancelled:
@@ -261,5 +286,6 @@ class Terminal:
         return result
 
 
-def pretty(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False)
+def pretty(value: Any, *, ascii_only: bool = False) -> str:
+    """Indented JSON; `ascii_only` for a terminal (C1 controls and bidi overrides as `\\uXXXX`)."""
+    return json.dumps(value, indent=2, ensure_ascii=ascii_only)
