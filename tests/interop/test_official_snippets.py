@@ -100,7 +100,7 @@ class Plan:
     )
     xfail: str | None = None  # why it does not port yet: the missing name or behaviour
     modes: tuple[str, ...] = ("auto", "legacy")  # the client's `mode=`: 2026-07-28 and 2025-11-25
-    envelope_only: tuple[str, ...] = ()  # modes where a JSON-RPC error's message is not compared, only its code
+    envelope_only: tuple[str, ...] = ()  # modes comparing an error by its code, not its message
 
 
 PLANS: dict[str, Plan] = {
