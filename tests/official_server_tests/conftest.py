@@ -138,7 +138,7 @@ UNKNOWN_TOOL = (
 )
 LOCAL_ANNOTATIONS = "a tool annotated with a class local to the enclosing test function: here its annotations must resolve at registration"
 OUTPUT_VALIDATION = "a returned value is not validated against the tool's output schema here"
-REGISTRATION_CHECKS = "refused later here, or not at all: a malformed template (`{name`), a `{?q}` parameter without a default, a static resource taking only a Context"
+REGISTRATION_CHECKS = "not refused at registration here: a `{?q}` parameter without a default, a static resource taking only a Context"
 SSE_BODY = "our SSE app checks the session before the body size: an unknown session is 404 before a large body is 413"
 INPUT_REQUIRED = "an `InputRequiredResult` from a prompt on a handshake-era session, and `mcp.read_resource` of a template asking for input, answer differently"
 
@@ -214,7 +214,6 @@ XFAIL: dict[str, str] = {
     "server::TestServerPrompts::test_get_prompt_with_docstring_description": VERSION,
     "server::TestServerPrompts::test_get_prompt_with_resource": VERSION,
     "server::TestServerPrompts::test_get_prompt_missing_args": WORDING,
-    "server::test_resource_decorator_rejects_malformed_template": REGISTRATION_CHECKS,
     "server::test_resource_query_param_without_default_rejected_at_decoration": REGISTRATION_CHECKS,
     "server::test_resource_template_non_match_is_unknown_resource": MCPERROR,
     "server::test_resource_security_rejection_indistinguishable_from_not_found": MCPERROR,

@@ -41,6 +41,7 @@ from mcp_types import Tool as ToolDefinition
 from .._caching import CacheableMethod, CacheHint, checked_cache_hints
 from .._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .._signature import Overrides
+from .._uri_template import UriTemplate
 from ..context import Context
 from ..errors import METHOD_NOT_FOUND, MCPError, ToolError, unknown_name
 from ..prompts import Prompt
@@ -523,6 +524,8 @@ class MCPServer:
         the server's `resource_security`, which refuses path traversal,
         absolute paths and NUL bytes). Static resources extract nothing.
         """
+        if "{" in uri:
+            UriTemplate(uri)  # a malformed template is refused here, before any function, as by the official
 
         def register(fn: F) -> F:
             registration.add_function_resource(
