@@ -1,7 +1,8 @@
-"""Run the official SDK's own server tests (kept verbatim here) against mcp-resolve.
+"""Run the official SDK's own server tests (kept verbatim in official_server_tests/) against mcp-resolve.
 
-Each `test_upstream_*.py` is the official module unchanged; this conftest
-collects it with only its `mcp` import lines rewritten (`port`), by the table
+A pytest plugin (tests/conftest.py loads it). Each
+`official_server_tests/test_upstream_*.py` is the official module unchanged;
+this plugin collects it with only its `mcp` import lines rewritten (`port`), by the table
 in docs/porting.md, so its tests exercise our `MCPServer`. A test that fails
 for a documented difference is a strict expected failure (`XFAIL`), with its
 reason, also listed in docs/porting.md ("What the official SDK's own tests
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 from _pytest.assertion.rewrite import rewrite_asserts
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent / "official_server_tests"
 
 # Where each official module's names live here (docs/porting.md, the import tables).
 MODULES: dict[str, str] = {
