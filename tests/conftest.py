@@ -104,6 +104,10 @@ def _watched_listen(self: socket.socket, *backlog: int) -> None:
     _listen(self, *backlog)
 
 
+# Collects tests/official_server_tests/ (the official SDK's own tests) with their imports rewritten.
+pytest_plugins = ["official_tests_helpers"]
+
+
 def pytest_configure(config: pytest.Config) -> None:
     subprocess.Popen.__init__ = _watched_popen_init  # type: ignore[method-assign]
     socket.socket.listen = _watched_listen  # type: ignore[method-assign]

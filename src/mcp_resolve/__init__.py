@@ -16,6 +16,7 @@ from .content import AssistantMessage, Audio, Icon, Image, Message, UserMessage
 from .context import Context
 from .elicitation import AcceptedElicitation, CancelledElicitation, DeclinedElicitation, ElicitationResult
 from .errors import InvalidRequestState, InvalidSignature, MCPError, ToolError, UrlElicitationRequiredError
+from .exceptions import InvalidUriTemplate
 from .protocol.middleware import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from .replay import MemoryReplayStore, ReplayStore, SqliteReplayStore
 from .resolve import Elicit, ListRoots, Resolve, Sample
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         ToolBinding,
         require_client_extension,
     )
+    from .transports.http.security import TransportSecuritySettings
 
 _EXTENSION_NAMES = frozenset(
     {"Extension", "MethodBinding", "ResourceBinding", "ToolBinding", "require_client_extension"}
@@ -62,6 +64,7 @@ __all__ = [
     "Image",
     "InvalidRequestState",
     "InvalidSignature",
+    "InvalidUriTemplate",
     "ListRoots",
     "MCPError",
     "MCPServer",
@@ -80,6 +83,7 @@ __all__ = [
     "StdioServerParameters",
     "ToolBinding",
     "ToolError",
+    "TransportSecuritySettings",
     "UrlElicitationRequiredError",
     "UserMessage",
     "__version__",
@@ -98,6 +102,10 @@ def __getattr__(name: str) -> Any:
         from . import extension
 
         return getattr(extension, name)
+    if name == "TransportSecuritySettings":  # the HTTP transport's: a stdio server never loads it
+        from .transports.http.security import TransportSecuritySettings
+
+        return TransportSecuritySettings
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

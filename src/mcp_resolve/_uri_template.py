@@ -121,7 +121,7 @@ class UriTemplate:
             self._literal(template[position:start])
             end = template.find("}", start)
             if end < 0 or "{" in template[start + 1 : end]:
-                raise self._invalid(f"unclosed expression at position {start}")
+                raise self._invalid(f"Unclosed expression at position {start}")  # the official's words
             self._expression(template[start + 1 : end], seen)
             position = end + 1
         if len(seen) > MAX_VARIABLES:

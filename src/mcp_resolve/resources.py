@@ -36,6 +36,7 @@ __all__ = [
     "DirectoryResource",
     "FileResource",
     "FunctionResource",
+    "HttpResource",
     "Resource",
     "ResourceTemplate",
     "TextResource",
@@ -149,10 +150,26 @@ class _ResourceBase:
         return {"contents": _contents(uri, self.mime_type, value, self.meta)}
 
 
-class Resource(_ResourceBase):
-    """A resource at one fixed URI."""
+_OWN_KEYWORDS = frozenset(
+    {"uri", "name", "title", "description", "mime_type", "icons", "annotations", "meta", "overrides"}
+)
 
-    def __init__(self, fn: Callable[..., Any], **kwargs: Any) -> None:
+
+class Resource(_ResourceBase):
+    """A resource at one fixed URI: served by a function, or by a subclass's `read()`.
+
+    As the official SDK's base, a subclass overriding `async def read(self)`
+    (text, or bytes sent as a base64 blob) is built with keywords only
+    (`MyResource(uri=..., name=..., ...)`, its own annotated fields too) and
+    served through `mcp.add_resource(...)`. It is a plain class, not a
+    pydantic model: its own fields are set, not validated.
+    """
+
+    def __init__(self, fn: Callable[..., Any] | None = None, **kwargs: Any) -> None:
+        if fn is None:
+            super().__init__(self._subclass_reader(kwargs), **kwargs)
+            self.description = kwargs.get("description")  # left out when None, as by the official
+            return
         super().__init__(fn, **kwargs)
         if self.signature.argument_names:
             raise InvalidSignature(
@@ -191,10 +208,44 @@ class Resource(_ResourceBase):
             icons=icons,
         )
 
+    def _subclass_reader(self, kwargs: dict[str, Any]) -> Callable[..., Any]:
+        """For a subclass built official-style: its `read()` as the function; its own fields are set
+        and taken out of `kwargs`, which gets the official's defaults."""
+        if type(self).read is Resource.read:
+            raise TypeError(
+                f"{type(self).__name__}: pass a function, or subclass Resource and override read()"
+            )
+        if "uri" not in kwargs:
+            raise TypeError(f"{type(self).__name__} needs uri=")
+        annotated = {name for cls in type(self).__mro__ for name in getattr(cls, "__annotations__", {})}
+        for key in [k for k in kwargs if k not in _OWN_KEYWORDS]:
+            if key not in annotated:
+                raise TypeError(f"{type(self).__name__} got an unexpected keyword {key!r}")
+            setattr(self, key, kwargs.pop(key))
+        kwargs.setdefault("mime_type", "text/plain")
+        kwargs["name"] = kwargs.get("name") or kwargs["uri"]
+        kwargs.setdefault("overrides", Overrides())
+
+        async def own_read() -> Any:
+            return await self.read()
+
+        return own_read
+
     def definition(self) -> dict[str, Any]:
         return self._describe("uri")
 
-    async def read(self, context: Context) -> dict[str, Any]:
+    async def read(self) -> Any:
+        """The content: text, or bytes (sent as a base64 blob). A subclass overrides it, as the
+        official SDK's abstract `read`; a function resource calls its function with no client."""
+        result = await self.read_result(Context())
+        contents = result.get("contents")
+        if not contents:
+            raise RuntimeError(f"resource {self.uri} asked for input: read it through a client")
+        first = contents[0]
+        return first["text"] if "text" in first else base64.b64decode(first["blob"])
+
+    async def read_result(self, context: Context) -> dict[str, Any]:
+        """The `resources/read` result (`{"contents": [...]}`) for `context`'s request."""
         return await self._read(self.uri, {}, context)
 
 
@@ -239,6 +290,9 @@ class _ContentResource(Resource):
     async def load(self) -> str | bytes:
         """The content: text, or bytes sent as a base64 blob."""
         raise NotImplementedError
+
+    async def read(self) -> str | bytes:
+        return await self.load()
 
 
 class TextResource(_ContentResource):
@@ -332,6 +386,45 @@ class DirectoryResource(_ContentResource):
         files = await anyio.to_thread.run_sync(self.list_files)
         names = [str(f.relative_to(self.path)) for f in files if f.is_file()]
         return json.dumps({"files": names}, indent=2)
+
+
+class HttpResource(_ContentResource):
+    """The body of a GET of `url`, fetched on every read (the official SDK's `HttpResource`).
+
+    Sent as text (the response's charset) labelled `application/json` unless
+    `mime_type` says otherwise, as by the official. Unlike it, the fetch has
+    one overall deadline (`timeout` seconds, connecting and reading together)
+    and a body cap (`max_bytes`); an error status, a timeout or a larger
+    body is a crash of the read (`Error reading resource URI`, the detail in
+    the log). Redirects are not followed.
+    """
+
+    def __init__(
+        self, *, url: str, timeout: float = 30.0, max_bytes: int = 10 * 1024 * 1024, **fields: Any
+    ) -> None:
+        if timeout <= 0 or max_bytes <= 0:
+            raise ValueError("timeout and max_bytes must be positive")
+        self.url = url
+        self.timeout = timeout
+        self.max_bytes = max_bytes
+        fields.setdefault("mime_type", "application/json")
+        super().__init__(**fields)
+
+    async def load(self) -> str:
+        import httpx  # here: a server without an HttpResource never loads it
+
+        body = bytearray()
+        with anyio.fail_after(self.timeout):  # one deadline for the whole fetch
+            async with (
+                httpx.AsyncClient(timeout=self.timeout) as client,
+                client.stream("GET", self.url) as response,
+            ):
+                response.raise_for_status()
+                async for chunk in response.aiter_bytes():
+                    body += chunk
+                    if len(body) > self.max_bytes:
+                        raise ValueError(f"{self.url} answered more than {self.max_bytes} bytes")
+                return bytes(body).decode(response.encoding or "utf-8", errors="replace")
 
 
 class UnsafeParameter(ValueError):

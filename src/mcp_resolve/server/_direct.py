@@ -133,7 +133,7 @@ async def read_resource_directly(
     try:
         resource = registry.resources.get(uri)
         if resource is not None:
-            result = await resource.read(context)
+            result = await resource.read_result(context)
         else:
             for template in registry.templates.values():
                 variables = template.match(uri)

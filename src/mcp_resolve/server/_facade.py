@@ -41,6 +41,7 @@ from mcp_types import Tool as ToolDefinition
 from .._caching import CacheableMethod, CacheHint, checked_cache_hints
 from .._resource_security import DEFAULT_RESOURCE_SECURITY, ResourceSecurity
 from .._signature import Overrides
+from .._uri_template import UriTemplate
 from ..context import Context
 from ..errors import METHOD_NOT_FOUND, MCPError, ToolError, unknown_name
 from ..prompts import Prompt
@@ -158,6 +159,7 @@ class MCPServer:
         task_options: TaskOptions | None = None,
         redis_url: str | None = None,
         subscription_bus: SubscriptionBus | None = None,
+        subscriptions: SubscriptionBus | Literal[False] | None = None,
         event_store: EventStore | None = None,
         debug: bool = False,
         log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] | None = None,
@@ -173,9 +175,16 @@ class MCPServer:
         """The positional order is the official SDK's (name, title, description, instructions,
         website_url, icons, version, auth_server_provider, token_verifier); the rest are keywords.
 
+        `subscriptions=` is the official's name: a bus (as `subscription_bus=`), or False to leave
+        `subscriptions/listen` unserved (the `ctx.notify_*` calls still publish, to nobody listening).
+
         `telemetry=False` turns off the OpenTelemetry spans and metrics every server emits once an SDK
         is configured (None: MCP_RESOLVE_TELEMETRY, on by default; docs/observability.md).
         """
+        if subscriptions is not None and subscriptions is not False:
+            if subscription_bus is not None:
+                raise ValueError("pass subscriptions= or subscription_bus=, not both")
+            subscription_bus = subscriptions
         if auth_server_provider is not None:
             token_verifier, auth = _provider_protection(auth_server_provider, token_verifier, auth)
         self.auth_server_provider = auth_server_provider
@@ -260,6 +269,8 @@ class MCPServer:
         self.connections: weakref.WeakSet[Connection] = weakref.WeakSet()
         """Handshake-era sessions alive now (stdio, in-memory, HTTP), for messages outside any request."""
         self._handlers: dict[str, Handler] = method_table(self)
+        if subscriptions is False:
+            del self._handlers["subscriptions/listen"]
         install_builtins(self)  # the tasks extension: tasks/* and `task_support`
         for tool in tools or ():
             registration.add_prebuilt_tool(self.registry, self.dependency_overrides, tool)
@@ -513,6 +524,8 @@ class MCPServer:
         the server's `resource_security`, which refuses path traversal,
         absolute paths and NUL bytes). Static resources extract nothing.
         """
+        if "{" in uri:
+            UriTemplate(uri)  # a malformed template is refused here, before any function, as by the official
 
         def register(fn: F) -> F:
             registration.add_function_resource(

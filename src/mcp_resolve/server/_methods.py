@@ -166,7 +166,7 @@ async def read_resource(server: MCPServer, params: dict[str, Any], context: Cont
     try:
         resource = registry.resources.get(uri)
         if resource is not None:
-            return _readable(await resource.read(context), f"resource {uri}", context)
+            return _readable(await resource.read_result(context), f"resource {uri}", context)
         for template in registry.templates.values():
             variables = template.match(uri)
             if variables is not None:

@@ -455,9 +455,9 @@ class MountedResource(Resource):
             definition["_meta"] = self.meta
         return definition
 
-    async def read(self, context: Context) -> dict[str, Any]:
+    async def read_result(self, context: Context) -> dict[str, Any]:
         async def inner(params: dict[str, Any], context: Context) -> dict[str, Any]:
-            read = await self.source.read(context)
+            read = await self.source.read_result(context)
             return self.mount.read_hints(_renamed_contents(read, self.source.uri, self.uri), context)
 
         return await self.mount.serve("resources/read", {"uri": self.source.uri}, context, inner)

@@ -154,11 +154,12 @@ def serve(server: MCPServer, transport: Transport, log_level: str | None, **opti
     elif transport == "streamable-http":
         from ..transports.http import serve_http
 
-        options = _health_yields(server, options)
+        options = _health_yields(server, with_transport_security(options))
         serve_http(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     elif transport == "sse":
         from ..transports.http.sse import serve_sse
 
+        options = with_transport_security(options)
         serve_sse(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     else:
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'streamable-http' or 'sse'")
@@ -173,14 +174,39 @@ async def serve_async(server: MCPServer, transport: Transport, log_level: str | 
     elif transport == "streamable-http":
         from ..transports.http import serve_http_async
 
-        options = _health_yields(server, options)
+        options = _health_yields(server, with_transport_security(options))
         await serve_http_async(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     elif transport == "sse":
         from ..transports.http.sse import serve_sse_async
 
+        options = with_transport_security(options)
         await serve_sse_async(server, log_level=log_level, extra_routes=starlette_routes(server), **options)
     else:
         raise ValueError(f"unknown transport {transport!r}: use 'stdio', 'streamable-http' or 'sse'")
+
+
+def with_transport_security(options: dict[str, Any]) -> dict[str, Any]:
+    """The official `transport_security=` option as our `allowed_hosts`/`allowed_origins`."""
+    if "transport_security" not in options:
+        return options
+    from ..transports.http.security import with_transport_security as convert
+
+    return convert(options)
+
+
+def _app_options(options: dict[str, Any]) -> dict[str, Any]:
+    """An app's options with the official's `transport_security=` and `host=` (the address it will be
+    served on: its name joins the loopback ones as an accepted Host) taken as ours."""
+    options = with_transport_security(options)
+    if "host" not in options:
+        return options
+    from ..transports.http import default_allowed_hosts
+
+    options = dict(options)
+    host = options.pop("host")
+    if options.get("allowed_hosts") is None and host is not None:
+        options["allowed_hosts"] = default_allowed_hosts(host)
+    return options
 
 
 def starlette_routes(server: MCPServer) -> list[Any]:
@@ -209,7 +235,7 @@ def http_app(server: MCPServer, path: str, **options: Any) -> Any:
     """
     from ..transports.http import create_app
 
-    app = create_app(server, path=path, **_health_yields(server, options))
+    app = create_app(server, path=path, **_health_yields(server, _app_options(options)))
     app.router.routes.extend(starlette_routes(server))
     if server.debug:
         app.debug = True  # Starlette's: tracebacks in the error page of a crashed request
@@ -220,7 +246,7 @@ def sse_app(server: MCPServer, **options: Any) -> Any:
     """The legacy HTTP+SSE app serving `server` (handshake era only), with the server's custom routes."""
     from ..transports.http.sse import create_sse_app
 
-    app = create_sse_app(server, **options)
+    app = create_sse_app(server, **_app_options(options))
     app.router.routes.extend(starlette_routes(server))
     if server.debug:
         app.debug = True

@@ -102,10 +102,14 @@ class OriginPolicy:
         self._hosts = hosts if entries is None else None
         self.any = entries is not None and "*" in entries
         self._exact = {entry.strip().rstrip("/").lower() for entry in entries or ()}
+        # `scheme://name:*`: that scheme and name on any port (the official SDK's form)
+        self._any_port = tuple(entry[:-1] for entry in self._exact if entry.endswith(":*"))
 
     def allows(self, origin: str) -> bool:
         normalised = origin.strip().rstrip("/").lower()
         if self.any or normalised in self._exact:
+            return True
+        if any(normalised.startswith(base) and normalised[len(base) :].isdigit() for base in self._any_port):
             return True
         if self._hosts is None:
             return False
