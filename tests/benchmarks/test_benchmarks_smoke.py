@@ -159,8 +159,9 @@ def test_the_instruction_driver_completes_every_workload(drive: tuple[str, ...])
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.timeout(300)  # under callgrind: 45 s on an idle 2-core host, more beside other legs
 def test_callgrind_counts_the_instructions_of_a_call() -> None:
-    finished = instructions("W1", timeout=170)
+    finished = instructions("W1", timeout=280)
     assert finished.returncode == 0, finished.stderr[-4000:]
     counted = int(finished.stdout.split()[2].replace(",", ""))
     # An echo call through the whole HTTP app: well above a bare ASGI app's ~30k, far below a million.
@@ -168,6 +169,7 @@ def test_callgrind_counts_the_instructions_of_a_call() -> None:
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.timeout(420)  # a Python start under cachegrind: 1.5 min on an idle 2-core host, more beside other legs
 def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
     finished = instructions("--cold", "W1", timeout=400)
     assert finished.returncode == 0, finished.stderr[-4000:]
