@@ -7,6 +7,7 @@ a session of its own (its `mcp-session-id`).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -109,3 +110,22 @@ async def test_subscribe_is_not_offered_when_the_target_does_not_offer_it() -> N
             await alice.request("resources/subscribe", {"uri": URI})
         async with Client(url, mode="legacy") as later:
             assert "subscribe" not in later.server_capabilities["resources"]
+
+
+async def test_the_subscription_session_of_a_caller_gone_is_closed_when_another_subscribes() -> None:
+    """A caller that left without unsubscribing no longer holds an upstream session once another subscribes."""
+    board = target()
+    async with proxied(board, limits=ProxyLimits(max_lanes=2)) as url:
+        async with Client(url, mode="legacy") as alice:
+            await alice.request("resources/subscribe", {"uri": "memo://alice"})
+            assert await board.notify_resource_updated("memo://alice") == 1
+        gc.collect()  # alice's front session is gone
+        async with Client(url, mode="legacy") as bob, Client(url, mode="legacy") as carol:
+            await bob.request("resources/subscribe", {"uri": URI})
+            # One subscription session of the two sessions at most: bob's.
+            with pytest.raises(MCPError, match="too many callers hold resource subscriptions"):
+                await carol.request("resources/subscribe", {"uri": URI})
+            with anyio.fail_after(10):
+                while await board.notify_resource_updated("memo://alice"):
+                    await anyio.sleep(0.05)  # alice's upstream session closing
+            assert await board.notify_resource_updated(URI) == 1

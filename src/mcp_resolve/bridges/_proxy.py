@@ -329,6 +329,14 @@ class Proxy:
                 )
             if lane is None or lane.dead:  # first, or the session ended: the others are renewed on a new one
                 assert self.pool is not None
+                self._prune()
+                if caller not in self._subscribed and len(self._subscribed) >= _subscription_sessions(
+                    self.limits
+                ):
+                    raise MCPError(
+                        INTERNAL_ERROR,
+                        "too many callers hold resource subscriptions through this proxy; try again later",
+                    )
                 deadline = anyio.current_time() + self.limits.connect_timeout
                 try:
                     lane = await self.pool.lease(_SUBSCRIBER + caller, deadline)  # kept leased while in use
@@ -340,6 +348,17 @@ class Proxy:
             await self._subscription_request(lane, "resources/subscribe", uri)
             uris.add(uri)
         return {}
+
+    def _prune(self) -> None:
+        """Close the subscription sessions of callers that are gone: no front session holds any of their URIs."""
+        held: set[str] = set()
+        for connection in list(self.server.connections):
+            if connection.handshake is not None:
+                held |= connection.handshake.subscriptions
+        for caller, (lane, uris) in list(self._subscribed.items()):
+            if not uris & held:
+                del self._subscribed[caller]
+                lane.close()
 
     async def unsubscribe(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
         """`resources/unsubscribe` upstream; the caller's last one closes its subscription session."""
@@ -515,6 +534,13 @@ class Proxy:
 _DISCOVERY = "proxy discovery"
 _SUBSCRIBER = "subscriptions of "
 """The caller key of a caller's subscription session: apart from its request sessions."""
+
+
+def _subscription_sessions(limits: ProxyLimits) -> int:
+    """Subscription sessions the proxy holds at most: half of `max_lanes`, so requests always have room."""
+    return max(1, limits.max_lanes // 2)
+
+
 _CLOSE_GRACE = 10.0
 """Seconds the proxy waits at shutdown for its sessions to close; our Client gives a stdio target
 5 s to exit once its stdin closes, then 2 s to terminate, before it kills it."""
