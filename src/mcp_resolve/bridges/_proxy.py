@@ -369,11 +369,13 @@ class Proxy:
             if lane is None or uri not in uris:
                 return {}
             uris.discard(uri)
-            if not uris:
-                del self._subscribed[caller]
-                lane.close()  # the upstream session ends, and its subscriptions with it
-            elif not lane.dead:
-                await self._subscription_request(lane, "resources/unsubscribe", uri)
+            try:
+                if not lane.dead:
+                    await self._subscription_request(lane, "resources/unsubscribe", uri)
+            finally:
+                if not uris:
+                    del self._subscribed[caller]
+                    lane.close()  # the upstream session ends (any subscription left goes with it)
         return {}
 
     async def _subscription_uri(self, params: dict[str, Any]) -> str:
