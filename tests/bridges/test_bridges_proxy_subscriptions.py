@@ -129,3 +129,29 @@ async def test_the_subscription_session_of_a_caller_gone_is_closed_when_another_
                 while await board.notify_resource_updated("memo://alice"):
                     await anyio.sleep(0.05)  # alice's upstream session closing
             assert await board.notify_resource_updated(URI) == 1
+
+
+async def test_a_2026_07_28_listen_stream_on_the_front_hears_the_targets_updates() -> None:
+    board = target()
+    dana_heard = Heard()
+    acknowledged = anyio.Event()
+
+    async def dana_hears(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            acknowledged.set()
+        await dana_heard(method, params)
+
+    async with (
+        proxied(board) as url,
+        Client(url, mode="legacy") as alice,
+        Client(url, mode="2026-07-28", notification_handler=dana_hears) as dana,
+        anyio.create_task_group() as tg,
+    ):
+        listen = {"notifications": {"resourceSubscriptions": [URI]}}
+        tg.start_soon(dana.request, "subscriptions/listen", listen)
+        with anyio.fail_after(10):
+            await acknowledged.wait()
+        await alice.request("resources/subscribe", {"uri": URI})
+        await board.notify_resource_updated(URI)
+        await _hears(dana_heard, URI)
+        tg.cancel_scope.cancel()
