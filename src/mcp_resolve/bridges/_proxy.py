@@ -9,6 +9,13 @@ first request that needs them (again when the target says its list changed), and
 bridged tools, so `hide=` can take arguments out of the model's hands;
 resources, templates, prompts and completion pass through per request.
 
+Resource subscriptions (handshake-era callers, when the target offers them):
+each subscribing caller holds one upstream session of its own for them, kept
+open while it holds any (at most `max_subscriptions` URIs); the target's
+`notifications/resources/updated` on it is published through the front's
+`notify_resource_updated`, so only sessions and listen streams that asked for
+that URI hear it.
+
 A question the target asks mid-call (elicitation, sampling, roots) goes to
 our caller on the caller's era: mid-call on the handshake era, as an
 input-required round on 2026-07-28, whose sealed `requestState` names the
@@ -31,8 +38,16 @@ from anyio.abc import TaskGroup
 
 from ..client import Client
 from ..context import Context
-from ..errors import INTERNAL_ERROR, MISSING_REQUIRED_CLIENT_CAPABILITY, MCPError, ToolError
+from ..errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MCPError,
+    ToolError,
+)
 from ..resolve import Resolve
+from ..stores.bus import MAX_URI_LENGTH
 from ._tool import BridgedTool
 from ._upstream import (
     Done,
@@ -116,6 +131,9 @@ class Proxy:
         self._proxied: set[str] = set()
         self._tg: TaskGroup | None = None
         self._discovered: anyio.Event | None = None
+        self._subscribed: dict[str, tuple[Lane, set[str]]] = {}
+        """Each subscribing caller's upstream session for its subscriptions, and the URIs it holds there."""
+        self._subscribing = anyio.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------
     @asynccontextmanager
@@ -176,10 +194,15 @@ class Proxy:
             ready.set()
 
     def _client(self, lane: Lane) -> Any:
-        notified = partial(self._upstream_notified, lane) if lane.caller == _DISCOVERY else None
-        return upstream_client(
-            lane, self.target, notification_handler=notified, options=dict(self.client_options)
-        )
+        notified = None
+        options = dict(self.client_options)
+        if lane.caller == _DISCOVERY:
+            notified = partial(self._upstream_notified, lane)
+        elif lane.caller.startswith(_SUBSCRIBER):
+            notified = partial(self._resource_updated, lane)
+            if options.get("mode") == "auto":  # `resources/subscribe` is a handshake-era method
+                options["mode"] = "legacy"
+        return upstream_client(lane, self.target, notification_handler=notified, options=options)
 
     async def _discover(self) -> None:
         """List the target's tools (and learn what it offers) through a lane of the proxy's own."""
@@ -193,6 +216,9 @@ class Proxy:
         self.pool.on_connect = self._prepare
         if lane.client.is_modern and self._tg is not None:
             self._tg.start_soon(self._listen, lane)
+        resources = self.upstream_capabilities.get("resources")
+        if not (isinstance(resources, dict) and resources.get("subscribe")):
+            self.server.offers_resource_subscriptions = False  # declared until the target was known not to
         if "completions" not in self.upstream_capabilities:
             self.server.registry.completer = None  # declared until the target was known not to complete
 
@@ -285,6 +311,105 @@ class Proxy:
             logger.warning("could not list the proxied server's tools again: %s", type(exc).__name__)
             return
         await self.server.notify_list_changed("tools")
+
+    # -- resource subscriptions ----------------------------------------------------------
+    async def subscribe(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        """`resources/subscribe`, on this caller's subscription session upstream (opened on its first)."""
+        uri = await self._subscription_uri(params)
+        caller = caller_of(context)
+        async with self._subscribing:
+            lane, uris = self._subscribed.get(caller, (None, set()))
+            if lane is not None and not lane.dead and uri in uris:
+                return {}
+            if uri not in uris and len(uris) >= self.limits.max_subscriptions:
+                raise MCPError(
+                    INVALID_PARAMS,
+                    f"Invalid params: at most {self.limits.max_subscriptions} resource subscriptions per "
+                    "caller through this proxy; unsubscribe from one first",
+                )
+            if lane is None or lane.dead:  # first, or the session ended: the others are renewed on a new one
+                assert self.pool is not None
+                self._prune()
+                if caller not in self._subscribed and len(self._subscribed) >= _subscription_sessions(
+                    self.limits
+                ):
+                    raise MCPError(
+                        INTERNAL_ERROR,
+                        "too many callers hold resource subscriptions through this proxy; try again later",
+                    )
+                deadline = anyio.current_time() + self.limits.connect_timeout
+                try:
+                    lane = await self.pool.lease(_SUBSCRIBER + caller, deadline)  # kept leased while in use
+                except UpstreamError as exc:
+                    raise MCPError(INTERNAL_ERROR, str(exc)) from None
+                self._subscribed[caller] = (lane, uris)
+                for held in list(uris):
+                    await self._subscription_request(lane, "resources/subscribe", held)
+            await self._subscription_request(lane, "resources/subscribe", uri)
+            uris.add(uri)
+        return {}
+
+    def _prune(self) -> None:
+        """Close the subscription sessions of callers that are gone: no front session holds any of their URIs."""
+        held: set[str] = set()
+        for connection in list(self.server.connections):
+            if connection.handshake is not None:
+                held |= connection.handshake.subscriptions
+        for caller, (lane, uris) in list(self._subscribed.items()):
+            if not uris & held:
+                del self._subscribed[caller]
+                lane.close()
+
+    async def unsubscribe(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
+        """`resources/unsubscribe` upstream; the caller's last one closes its subscription session."""
+        uri = await self._subscription_uri(params)
+        async with self._subscribing:
+            caller = caller_of(context)
+            lane, uris = self._subscribed.get(caller, (None, set()))
+            if lane is None or uri not in uris:
+                return {}
+            uris.discard(uri)
+            try:
+                if not lane.dead:
+                    await self._subscription_request(lane, "resources/unsubscribe", uri)
+            finally:
+                if not uris:
+                    del self._subscribed[caller]
+                    lane.close()  # the upstream session ends (any subscription left goes with it)
+        return {}
+
+    async def _subscription_uri(self, params: dict[str, Any]) -> str:
+        await self.discovered()
+        if not self.server.offers_resource_subscriptions:
+            raise MCPError(
+                METHOD_NOT_FOUND, "Method not found: the proxied server does not offer resource subscriptions"
+            )
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not 0 < len(uri) <= MAX_URI_LENGTH:
+            raise MCPError(INVALID_PARAMS, "Invalid params: 'uri' must be a non-empty string")
+        return uri
+
+    async def _subscription_request(self, lane: Lane, method: str, uri: str) -> None:
+        assert lane.client is not None
+        try:
+            with anyio.fail_after(self.limits.timeout):
+                await lane.client.request(method, {"uri": uri})
+        except MCPError:
+            raise
+        except Exception as exc:
+            lane.close()
+            raise MCPError(
+                INTERNAL_ERROR, f"the proxied server failed {method} ({type(exc).__name__})"
+            ) from None
+
+    async def _resource_updated(self, lane: Lane, method: str, params: dict[str, Any]) -> None:
+        """The target's `notifications/resources/updated` for a URI this caller subscribed to, published."""
+        uri = params.get("uri")
+        if method != "notifications/resources/updated" or not isinstance(uri, str):
+            return
+        entry = self._subscribed.get(lane.caller[len(_SUBSCRIBER) :])
+        if entry is not None and entry[0] is lane and uri in entry[1]:
+            await self.server.notify_resource_updated(uri)
 
     # -- requests ------------------------------------------------------------------------
     async def _call_tool(self, name: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -409,6 +534,15 @@ class Proxy:
 
 
 _DISCOVERY = "proxy discovery"
+_SUBSCRIBER = "subscriptions of "
+"""The caller key of a caller's subscription session: apart from its request sessions."""
+
+
+def _subscription_sessions(limits: ProxyLimits) -> int:
+    """Subscription sessions the proxy holds at most: half of `max_lanes`, so requests always have room."""
+    return max(1, limits.max_lanes // 2)
+
+
 _CLOSE_GRACE = 10.0
 """Seconds the proxy waits at shutdown for its sessions to close; our Client gives a stdio target
 5 s to exit once its stdin closes, then 2 s to terminate, before it kills it."""
@@ -512,6 +646,8 @@ def as_proxy(
     proxy = Proxy(server, target, hide=hide, limits=limits, client_options=client_options)
     for method in _PASSED_THROUGH:
         server.add_method(method, partial(proxy.passthrough, method), replace=True)
+    server.add_method("resources/subscribe", proxy.subscribe, replace=True)
+    server.add_method("resources/unsubscribe", proxy.unsubscribe, replace=True)
     for method in ("tools/list", "tools/call"):
         server.add_method(method, _after_discovery(proxy, server.handler(method)), replace=True)
     server.completion()(_never_called)  # `completions` declared, until the target turns out not to offer it

@@ -60,12 +60,15 @@ class ProxyLimits:
     """Seconds an unused upstream session is kept."""
     max_notifications: int = 1000
     """Log and progress notifications forwarded per request; the rest are dropped."""
+    max_subscriptions: int = 100
+    """Resource URIs one caller may subscribe to through the proxy at once; past it `resources/subscribe`
+    is refused (each caller's subscriptions hold one upstream session, counted in `max_lanes`)."""
 
     def __post_init__(self) -> None:
         for name in ("timeout", "connect_timeout", "idle_timeout"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"ProxyLimits.{name} must be positive")
-        for name in ("lanes_per_caller", "max_lanes", "max_notifications"):
+        for name in ("lanes_per_caller", "max_lanes", "max_notifications", "max_subscriptions"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ProxyLimits.{name} must be at least 1")
 

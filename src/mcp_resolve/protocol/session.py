@@ -468,8 +468,15 @@ class Connection:
         method = request.method
         if method == "logging/setLevel":
             return handshake.set_level(state, request.params)
+        forwarded_subscription = False
         if method in ("resources/subscribe", "resources/unsubscribe"):
-            return handshake.subscribe(state, method, request.params)
+            uri, held = request.params.get("uri"), set(state.subscriptions)
+            answer = handshake.subscribe(state, method, request.params)
+            try:  # a server serving the method itself (a proxy forwards it) runs it too, below
+                self.server.handler(method)
+            except MCPError:
+                return answer
+            forwarded_subscription = method == "resources/subscribe" and uri not in held
         if method == "ping":
             return {}
 
@@ -499,4 +506,10 @@ class Connection:
             peer=request.peer or self.peer,
             close_sse_stream=request.close_stream,
         )
-        return handshake.finish_result(await handler(request.params, Context(scope, watch)))
+        try:
+            result = await handler(request.params, Context(scope, watch))
+        except BaseException:
+            if forwarded_subscription:  # the server refused it: the session does not hold it either
+                state.subscriptions.discard(request.params["uri"])
+            raise
+        return handshake.finish_result(result)

@@ -196,6 +196,8 @@ class MCPServer:
         self.website_url = website_url
         self.icons = [Icon.model_validate(icon) for icon in icons] if icons is not None else None
         """title, description, website_url, icons: sent in serverInfo, as the official SDK sends them."""
+        self.offers_resource_subscriptions = True
+        """Whether `resources.subscribe` is declared (a proxy clears it when its target does not offer it)."""
         self.debug = debug
         """Starlette's debug mode (tracebacks in HTTP error pages) for the app `streamable_http_app()` builds."""
         self.dependencies = list(dependencies or ())
@@ -682,6 +684,8 @@ class MCPServer:
             "prompts": {"listChanged": True},
             "logging": {},
         }
+        if not self.offers_resource_subscriptions:
+            del capabilities["resources"]["subscribe"]
         if self.registry.offers_completion():
             capabilities["completions"] = {}
         if modern and any(tool.task_support for tool in self.registry.tools.values()):
