@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 STOCK = {"Dune": 3, "Emma": 0, "Ulysses": 12}
 FAN_OUT_DELAY = 0.02  # W3: each of the four resolvers awaits this long
 
@@ -60,3 +62,25 @@ def serve_from_argv(run_stdio: Callable[[], None], http_app: Callable[[], Any]) 
         )
     else:
         run_stdio()
+
+
+# -- W4's models, the same for every framework's refund desk ---------------------------------------
+class Order(BaseModel):
+    order_id: str
+    lines: list[tuple[str, int, bool]]
+
+
+class Scope(BaseModel):
+    full: bool = Field(description="Refund the whole order? Say no to refund a single item.")
+    sku: str = Field(default="", description="If not the whole order: the SKU of the item to refund.")
+
+
+class Restock(BaseModel):
+    restock: bool = Field(description="Put the returned items back into stock?")
+
+
+class Receipt(BaseModel):
+    order_id: str
+    reason: str
+    cents: int
+    restocked: bool

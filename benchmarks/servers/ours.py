@@ -8,11 +8,20 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
-
 from mcp_resolve import AcceptedElicitation, Context, Elicit, ElicitationResult, MCPServer, Resolve, ToolError
 
-from ._common import FAN_OUT_DELAY, ORDERS, STOCK, delivery_for, production_module, serve_from_argv
+from ._common import (
+    FAN_OUT_DELAY,
+    ORDERS,
+    STOCK,
+    Order,
+    Receipt,
+    Restock,
+    Scope,
+    delivery_for,
+    production_module,
+    serve_from_argv,
+)
 
 production = production_module()
 
@@ -86,25 +95,6 @@ async def nap(x: int) -> int:
 
 
 # -- W4: the refund desk (examples/refund_desk/server.py) -----------------------------------
-class Order(BaseModel):
-    order_id: str
-    lines: list[tuple[str, int, bool]]
-
-
-class Scope(BaseModel):
-    full: bool = Field(description="Refund the whole order? Say no to refund a single item.")
-    sku: str = Field(default="", description="If not the whole order: the SKU of the item to refund.")
-
-
-class Restock(BaseModel):
-    restock: bool = Field(description="Put the returned items back into stock?")
-
-
-class Receipt(BaseModel):
-    order_id: str
-    reason: str
-    cents: int
-    restocked: bool
 
 
 async def load_order(order_id: str) -> Order:

@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field
-
 from mcp_resolve import AcceptedElicitation, Elicit, ElicitationResult, MCPServer, Resolve, ToolError
 
-from ._common import ORDERS, production_module, serve_from_argv
+from ._common import ORDERS, Order, Receipt, Restock, Scope, production_module, serve_from_argv
 
 production = production_module()
 mcp = MCPServer("bench", **production.ours_options()) if production else MCPServer("bench")
@@ -24,27 +22,6 @@ mcp = MCPServer("bench", **production.ours_options()) if production else MCPServ
 @mcp.tool()
 def echo(text: str) -> str:
     return text
-
-
-class Order(BaseModel):
-    order_id: str
-    lines: list[tuple[str, int, bool]]
-
-
-class Scope(BaseModel):
-    full: bool = Field(description="Refund the whole order? Say no to refund a single item.")
-    sku: str = Field(default="", description="If not the whole order: the SKU of the item to refund.")
-
-
-class Restock(BaseModel):
-    restock: bool = Field(description="Put the returned items back into stock?")
-
-
-class Receipt(BaseModel):
-    order_id: str
-    reason: str
-    cents: int
-    restocked: bool
 
 
 def load_order(order_id: str) -> Order:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
 from ..errors import InvalidSignature
@@ -163,31 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             front = proxy_server(
                 words, auth_env=args.auth_env, headers=args.header, mode=args.mode, timeout=args.timeout
             )
-            return serve(
-                front,
-                "proxy",
-                http=args.http,
-                host=args.host,
-                port=args.port,
-                path=args.path,
-                allowed_hosts=args.allowed_hosts,
-                allowed_origins=args.allowed_origins,
-                log_level=args.log_level,
-            )
+            return serve(front, "proxy", **_serving_options(args))
         server = load_server(args.target)
         if args.command == "run":
             return serve(
-                server,
-                args.target,
-                http=args.http,
-                host=args.host,
-                port=args.port,
-                path=args.path,
-                allowed_hosts=args.allowed_hosts,
-                allowed_origins=args.allowed_origins,
-                log_level=args.log_level,
-                workers=args.workers,
-                reload=args.reload,
+                server, args.target, **_serving_options(args), workers=args.workers, reload=args.reload
             )
         if args.command == "check":
             print(check(server))
@@ -200,3 +181,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mcp-resolve: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _serving_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The serving options `run` and `proxy` share (`serve`'s keywords)."""
+    return {
+        "http": args.http,
+        "host": args.host,
+        "port": args.port,
+        "path": args.path,
+        "allowed_hosts": args.allowed_hosts,
+        "allowed_origins": args.allowed_origins,
+        "log_level": args.log_level,
+    }
