@@ -462,3 +462,28 @@ def test_the_settings_model_loads_only_when_a_variable_is_set(configured: bool) 
     env["MCP_RESOLVE_PORT"] = "abc"  # and a bad value is still caught whenever one is set
     failed = subprocess.run([PYTHON, "-c", _IDLE_SERVER], input=b"", capture_output=True, env=env, timeout=60)
     assert failed.returncode != 0 and b"MCP_RESOLVE_PORT='abc'" in failed.stderr
+
+
+_ASGI_APP = """
+import sys
+from mcp_resolve import MCPServer
+
+app = MCPServer("idle").streamable_http_app()  # what `uvicorn module:app` imports
+print("pydantic_settings" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("configured", [False, True])
+def test_an_asgi_app_loads_the_settings_model_only_when_a_variable_is_set(configured: bool) -> None:
+    """The app that an ASGI server imports reads MCP_RESOLVE_ALLOWED_HOSTS/ORIGINS when set, and
+    otherwise leaves pydantic-settings unloaded, as the stdio server does (part of its idle memory)."""
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(ENV_PREFIX)}
+    if configured:
+        env["MCP_RESOLVE_ALLOWED_HOSTS"] = "mcp.example.com"
+    done = subprocess.run([PYTHON, "-c", _ASGI_APP], capture_output=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr.decode().strip().splitlines()[-1] == str(configured)
+    env["MCP_RESOLVE_PORT"] = "abc"
+    failed = subprocess.run([PYTHON, "-c", _ASGI_APP], capture_output=True, env=env, timeout=60)
+    assert failed.returncode != 0 and b"MCP_RESOLVE_PORT='abc'" in failed.stderr

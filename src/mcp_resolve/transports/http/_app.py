@@ -25,9 +25,9 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from ..._environment import settings_in_environment
 from ..._logs import configure_logging
 from ...errors import MCPError
-from ...settings import load_settings
 from ._exchange.endpoint import StreamableHTTPEndpoint
 from ._wire.hosts import LOOPBACK_HOSTS
 from .options import HttpOptions
@@ -113,10 +113,14 @@ def create_app(server: ServedServer, *, path: str = "/mcp", **options: Any) -> S
     its authorization server as well (`_auth.authorization_server`); an open one refuses to serve tools that declare
     `scopes=`, which nothing would then enforce.
     """
-    settings = load_settings()
-    for name in ("allowed_hosts", "allowed_origins"):
-        if options.get(name) is None and getattr(settings, name) is not None:
-            options[name] = getattr(settings, name)
+    # With no MCP_RESOLVE_* variable both are unset, and the settings model (about 1.7 MiB) stays unloaded.
+    if settings_in_environment():
+        from ...settings import load_settings
+
+        settings = load_settings()
+        for name in ("allowed_hosts", "allowed_origins"):
+            if options.get(name) is None and getattr(settings, name) is not None:
+                options[name] = getattr(settings, name)
     if server.token_verifier is not None or server.auth is not None:
         # Here, not at the top: an open server loads nothing of auth (joserfc, the bearer check).
         from ._auth.protected import ProtectedEndpoint
@@ -189,6 +193,8 @@ def serve_http(
     most the connections `limits` does not reserve for short requests.
     `extra_routes` (Starlette routes) are served after the endpoint (`@mcp.custom_route`).
     """
+    from ...settings import load_settings  # here: the model loads pydantic-settings (about 1.7 MiB)
+
     settings = load_settings(log_level=log_level)  # arguments win; the environment fills in the rest
     host = settings.host if host is None else host
     port = settings.port if port is None else port
@@ -257,6 +263,8 @@ async def serve_http_async(
     **options: Any,
 ) -> None:
     """`serve_http` in the running event loop (one process): the official `run_streamable_http_async`."""
+    from ...settings import load_settings  # here: the model loads pydantic-settings (about 1.7 MiB)
+
     settings = load_settings(log_level=log_level)
     host = settings.host if host is None else host
     port = settings.port if port is None else port
