@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 import pytest
 
 from auth_helpers import INTROSPECTION_CLIENT, TestIssuer, issuer_served, serve_at_known_url
@@ -24,6 +25,17 @@ from mcp_resolve.auth import AccessToken, AuthSettings, IntrospectionVerifier, J
 from mcp_resolve.auth.tokens import request_copy
 
 pytestmark = pytest.mark.anyio
+
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "content-type": "application/json",
+    "mcp-protocol-version": "2026-07-28",
+    "mcp-method": "tools/list",
+}
 
 
 class OneTokenVerifier:
@@ -170,3 +182,21 @@ def test_a_request_copy_shares_nothing_mutable_and_keeps_everything_else() -> No
     assert claims["tag"].names == ["a"]
     bare = AccessToken(token="t", client_id="c")
     assert request_copy(bare) is bare  # nothing mutable in it: no copy needed
+
+
+@pytest.mark.slow
+async def test_claims_nested_too_deeply_to_copy_refuse_the_token_not_the_server(issuer: TestIssuer) -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    own = OneTokenVerifier(
+        AccessToken(token="t-deep", client_id="desk", claims={"sub": "alice", "deep": deep})
+    )
+    async with scribbler(issuer, lambda _: own) as (url, _), httpx.AsyncClient() as http:
+        refused = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": META}},
+            headers={**HEADERS, "authorization": "Bearer t-deep"},
+        )
+        assert refused.status_code == 401 and 'error="invalid_token"' in refused.headers["www-authenticate"]
+        assert own.calls == 1
