@@ -19,8 +19,10 @@ import pytest
 from joserfc import jws
 from joserfc.jwk import ECKey, OctKey, RSAKey
 
-from auth_helpers import TestIssuer, issuer_served
+from auth_helpers import TestIssuer, issuer_served, serve_at_known_url
 from dpop_helpers import dpop_desk, mcp_request, proof, proof_claims
+from mcp_resolve import Context, MCPServer
+from mcp_resolve.auth import AuthSettings, JWTVerifier
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +153,50 @@ async def test_rsa_proof_keys_must_be_2048_to_4096_bits_even_when_the_token_is_b
         sound_token = issuer.mint(url, cnf={"jkt": sound.thumbprint()})
         accepted = await http.post(url, **mcp_request(sound_token, proof(sound, url, sound_token)))
         assert accepted.status_code == 200, accepted.text
+
+
+def _unbinding_desk(resource: str, issuer: TestIssuer) -> MCPServer:
+    """A desk whose tool tidies the claims before logging them: it drops `cnf`, on what it was handed."""
+    mcp = MCPServer(
+        "tidy-desk",
+        token_verifier=JWTVerifier(jwks_uri=f"{issuer.base}/jwks"),
+        auth=AuthSettings(issuer_url=issuer.base, resource_server_url=resource),
+    )
+
+    @mcp.tool()
+    async def tidy(ctx: Context) -> str:
+        assert ctx.access_token is not None and ctx.access_token.claims is not None
+        ctx.access_token.claims.pop("cnf", None)
+        return "tidied"
+
+    return mcp
+
+
+@pytest.mark.slow
+async def test_a_tool_dropping_cnf_does_not_unbind_the_remembered_token(issuer: TestIssuer) -> None:
+    """The verifier remembers the token; a tool that edits its claims must not turn it into a bearer token
+    that a thief could use without the key on the next request."""
+    key = ECKey.generate_key("P-256")
+
+    def app(base: str) -> Any:
+        return _unbinding_desk(f"{base}/mcp", issuer).streamable_http_app()
+
+    async with serve_at_known_url(app) as base, httpx.AsyncClient() as http:
+        url = f"{base}/mcp"
+        token = issuer.mint(url, cnf={"jkt": key.thumbprint()})
+        call = mcp_request(token, proof(key, url, token))
+        call["headers"] = [(k, "tools/call" if k == "mcp-method" else v) for k, v in call["headers"]]
+        call["headers"].append(("mcp-name", "tidy"))
+        call["json"] = {
+            **call["json"],
+            "method": "tools/call",
+            "params": {**call["json"]["params"], "name": "tidy"},
+        }
+        tidied = await http.post(url, **call)
+        assert tidied.status_code == 200 and "tidied" in tidied.text, tidied.text
+        for _ in range(2):
+            stolen = await http.post(url, **mcp_request(token, scheme="Bearer"))
+            assert stolen.status_code == 401, stolen.text
+            assert 'error="invalid_token"' in stolen.headers["www-authenticate"]
+        honest = await http.post(url, **mcp_request(token, proof(key, url, token)))
+        assert honest.status_code == 200, honest.text

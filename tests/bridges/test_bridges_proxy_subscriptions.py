@@ -155,3 +155,61 @@ async def test_a_2026_07_28_listen_stream_on_the_front_hears_the_targets_updates
         await board.notify_resource_updated(URI)
         await _hears(dana_heard, URI)
         tg.cancel_scope.cancel()
+
+
+async def test_two_callers_on_one_uri_each_hear_each_update_once_on_both_eras() -> None:
+    """Alice and bob (handshake era) both subscribe to the board, dana listens on 2026-07-28: each hears
+    each change once, and alice unsubscribing leaves bob and dana hearing it.
+
+    `memo://alice` and `memo://bob` are held by one caller's upstream session each: once a subscriber has
+    heard the later of them, whatever that session relayed before has reached it too (one session's
+    reports are relayed in order), so the counts below are final, not a race with a late duplicate.
+    """
+    board = target()
+    heard = {name: Heard() for name in ("alice", "bob", "dana")}
+    acknowledged = anyio.Event()
+
+    async def dana_hears(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/subscriptions/acknowledged":
+            acknowledged.set()
+        await heard["dana"](method, params)
+
+    async def heard_times(name: str, uri: str, times: int) -> None:
+        with anyio.fail_after(10):
+            while heard[name].uris.count(uri) < times:
+                await heard[name].changed.wait()
+
+    async def settled(round_: int) -> None:
+        """Each caller's own URI changes once more; every subscriber hears the marker of each session."""
+        assert await board.notify_resource_updated("memo://alice") == 1
+        assert await board.notify_resource_updated("memo://bob") == 1
+        for name, uri in (("alice", "memo://alice"), ("bob", "memo://bob")):
+            await heard_times(name, uri, round_)
+            await heard_times("dana", uri, round_)
+
+    async with (
+        proxied(board) as url,
+        Client(url, mode="legacy", notification_handler=heard["alice"]) as alice,
+        Client(url, mode="legacy", notification_handler=heard["bob"]) as bob,
+        Client(url, mode="2026-07-28", notification_handler=dana_hears) as dana,
+        anyio.create_task_group() as tg,
+    ):
+        listen = {"notifications": {"resourceSubscriptions": [URI, "memo://alice", "memo://bob"]}}
+        tg.start_soon(dana.request, "subscriptions/listen", listen)
+        with anyio.fail_after(10):
+            await acknowledged.wait()
+        for client, own in ((alice, "memo://alice"), (bob, "memo://bob")):
+            await client.request("resources/subscribe", {"uri": URI})
+            await client.request("resources/subscribe", {"uri": own})
+
+        assert await board.notify_resource_updated(URI) == 2  # both callers' upstream sessions hold it
+        await settled(1)
+        await settled(2)  # and whatever the first round enqueued for a subscriber has reached it
+        assert [heard[name].uris.count(URI) for name in ("alice", "bob", "dana")] == [1, 1, 1]
+
+        await alice.request("resources/unsubscribe", {"uri": URI})  # alice's session relayed the board
+        assert await board.notify_resource_updated(URI) == 1  # bob's alone now
+        await settled(3)
+        await settled(4)
+        assert [heard[name].uris.count(URI) for name in ("alice", "bob", "dana")] == [1, 2, 2]
+        tg.cancel_scope.cancel()

@@ -16,6 +16,9 @@ costly part. A remembered token is refused again as soon as its lifetime ends
 signed it is still the one the key set gives for its `kid` (a key retired
 from the JWKS, or a JWKS past its TTL and unreachable, refuses it like a
 fresh token). The memory is bounded by entries and by bytes, oldest first.
+The remembered AccessToken is returned as is; the HTTP transport hands each
+request its own copy of its claims (`request_copy`), so no request changes
+what the next one with the same token reads.
 """
 
 from __future__ import annotations

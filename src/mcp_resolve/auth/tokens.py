@@ -11,6 +11,7 @@ this server's (`same_resource`).
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import math
@@ -39,6 +40,7 @@ __all__ = [
     "lifetime_refusal",
     "matching_audience",
     "principal_of",
+    "request_copy",
     "same_resource",
 ]
 
@@ -52,7 +54,10 @@ class AccessToken(BaseModel):
     `token` is the raw credential: it never appears in `repr` (so a log line
     that prints the object leaks nothing), and a tool must not forward it to
     another service (the spec forbids token passthrough; get a token of your own).
-    Frozen, so one resolver cannot widen the scopes another one checks.
+    Frozen, so one resolver cannot widen the scopes another one checks. `claims`
+    is a plain dict, as in the official SDK; the transport hands each request a
+    copy of its own (`request_copy`), so what one request changes in it no
+    other request sees, even when the verifier remembered the token.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -80,6 +85,42 @@ class AccessToken(BaseModel):
         confirmation = (self.claims or {}).get("cnf")
         jkt = confirmation.get("jkt") if isinstance(confirmation, dict) else None
         return jkt if isinstance(jkt, str) else None
+
+
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
+def _own(value: Any) -> Any:
+    """A copy of a claim sharing nothing mutable with `value`: JSON's dicts and lists copied, its
+    scalars kept, anything else a verifier put there deep-copied."""
+    kind = type(value)
+    if kind is dict:
+        copied = value.copy()  # then only the values that are containers: most claims are strings and numbers
+        for key, item in copied.items():
+            if type(item) not in _IMMUTABLE:
+                copied[key] = _own(item)
+        return copied
+    if kind is list:
+        return [item if type(item) in _IMMUTABLE else _own(item) for item in value]
+    if kind in _IMMUTABLE:
+        return value
+    return copy.deepcopy(value)
+
+
+def request_copy(token: AccessToken, **update: Any) -> AccessToken:
+    """`token` for one request: its claims copied (nested dicts and lists too), `update` applied.
+
+    Verifiers remember what they accepted and return the same `AccessToken` for
+    the same token (`JWTVerifier`, `IntrospectionVerifier`, a provider that keeps
+    its tokens in a dict). Every other field is immutable, but `claims` is a
+    dict a tool or a middleware may change; on the remembered object that
+    change would reach the next request carrying the token. A few microseconds
+    for a token's usual dozen claims. Claims nested deeper than the interpreter
+    recurses raise RecursionError (the caller refuses such a token).
+    """
+    if token.claims is not None:
+        update["claims"] = _own(token.claims)
+    return token.model_copy(update=update) if update else token
 
 
 @runtime_checkable

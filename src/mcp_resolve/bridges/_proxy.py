@@ -14,7 +14,8 @@ each subscribing caller holds one upstream session of its own for them, kept
 open while it holds any (at most `max_subscriptions` URIs); the target's
 `notifications/resources/updated` on it is published through the front's
 `notify_resource_updated`, so only sessions and listen streams that asked for
-that URI hear it.
+that URI hear it, once: of several callers' sessions holding one URI, only
+the first one's reports are published (`_relay_of`).
 
 A question the target asks mid-call (elicitation, sampling, roots) goes to
 our caller on the caller's era: mid-call on the handshake era, as an
@@ -407,9 +408,23 @@ class Proxy:
         uri = params.get("uri")
         if method != "notifications/resources/updated" or not isinstance(uri, str):
             return
-        entry = self._subscribed.get(lane.caller[len(_SUBSCRIBER) :])
-        if entry is not None and entry[0] is lane and uri in entry[1]:
+        if self._relay_of(uri) is lane:
             await self.server.notify_resource_updated(uri)
+
+    def _relay_of(self, uri: str) -> Lane | None:
+        """The one subscription session whose reports of `uri` are published: the first caller's still open.
+
+        Every caller subscribed to `uri` holds it on a session of its own, so the
+        target reports one change on each of them, while the front publishes by
+        URI to every session and listen stream that asked for it: publishing
+        each report would repeat the change to every subscriber once per caller.
+        The others' sessions keep their subscription, so when this caller
+        unsubscribes or its session ends the next one's reports are published.
+        """
+        for lane, uris in self._subscribed.values():
+            if uri in uris and not lane.dead:
+                return lane
+        return None
 
     # -- requests ------------------------------------------------------------------------
     async def _call_tool(self, name: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:

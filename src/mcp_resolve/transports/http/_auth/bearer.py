@@ -40,6 +40,7 @@ from ....auth.tokens import (
     expand_scopes,
     lifetime_refusal,
     principal_of,
+    request_copy,
     same_resource,
 )
 from ....errors import INVALID_REQUEST
@@ -292,9 +293,12 @@ class BearerCheck:
             return None
         if not self._resource_ok(result):
             return None
-        if self._hierarchy:
-            result = result.model_copy(update={"scopes": expand_scopes(result.scopes, self._hierarchy)})
-        return result
+        update = {"scopes": expand_scopes(result.scopes, self._hierarchy)} if self._hierarchy else {}
+        try:  # the request's own claims: verifiers hand the same AccessToken to every request with the token
+            return request_copy(result, **update)
+        except RecursionError:
+            logger.info("refused an access token: its claims are nested too deeply to copy")
+            return None
 
     def _resource_ok(self, token: AccessToken) -> bool:
         mode, mine = self.settings.validate_token_resource, self.settings.resource_server_url
