@@ -635,14 +635,30 @@ def measure_fleet(sizes: Sizes, log: Any) -> dict[str, Any]:
             "redis_cpu_ms_per_call": cell.redis_cpu * per_call,
             "worker_busy": cell.worker_cpu / cell.seconds / size,  # of one core, per worker
         }
+    cores = os.cpu_count() or 1
+    for row in rows.values():
+        one = rows[f"1 x{row['clients']}"]
+        row["cpu_bound_x_one_worker"] = _cpu_bound(row, cores) / _cpu_bound(one, cores)
     return {
         "title": "W1 through nginx (docs/deploy/nginx.conf, one nginx worker process) to workers of ours "
         f"sharing Redis, driven by wrk ({FLEET_WRK_THREADS} thread)",
         "rounds": sizes.fleet_reps,
         "block_seconds": sizes.fleet_seconds,
+        "cores": cores,
         "load_average": [load_before, os.getloadavg()],
         "fleet": rows,
     }
+
+
+def _cpu_bound(row: dict[str, Any], cores: int) -> float:
+    """The calls/s the CPU per call allows: each worker at most one core, all of it at most `cores`.
+
+    On 2 cores one worker is bound by its own core, while two share both cores with nginx and
+    wrk: with those costing X of a worker's CPU per call, two workers give at most 2/(1+X) of one.
+    """
+    worker = row["worker_cpu_ms_per_call"]
+    total = worker + row["nginx_cpu_ms_per_call"] + row["wrk_cpu_ms_per_call"] + row["redis_cpu_ms_per_call"]
+    return min(row["workers"] / worker, cores / total) * 1000
 
 
 def _median(values: list[float]) -> float:
@@ -656,17 +672,19 @@ def render_fleet(leg: dict[str, Any]) -> str:
     lines = [
         f"### {FLEET_LEG}: {leg['title']}",
         "",
-        f"{leg['rounds']} rounds of {leg['block_seconds']} s blocks; load average {before[0]:.2f} before, "
-        f"{after[0]:.2f} after",
+        f"{leg['rounds']} rounds of {leg['block_seconds']} s blocks on {leg['cores']} cores; load average "
+        f"{before[0]:.2f} before, {after[0]:.2f} after. CPU bound: the most x one worker that the CPU per "
+        "call allows (each worker one core at most, everything together all the cores).",
         "",
-        "workers | clients | calls/s | x one worker | p50 ms | p99 ms | CPU ms/call: workers | nginx | wrk "
-        "| Redis | each worker busy",
-        "--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---",
+        "workers | clients | calls/s | x one worker | CPU bound | p50 ms | p99 ms | CPU ms/call: workers "
+        "| nginx | wrk | Redis | each worker busy",
+        "--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---",
     ]
     for row in leg["fleet"].values():
         lines.append(
             f"{row['workers']} | {row['clients']} | {row['calls_per_s']:.0f} | {row['x_one_worker']:.2f} | "
-            f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f} | {row['worker_cpu_ms_per_call']:.3f} | "
+            f"{row['cpu_bound_x_one_worker']:.2f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+            f"{row['worker_cpu_ms_per_call']:.3f} | "
             f"{row['nginx_cpu_ms_per_call']:.3f} | {row['wrk_cpu_ms_per_call']:.3f} | "
             f"{row['redis_cpu_ms_per_call']:.3f} | {row['worker_busy']:.0%}"
         )
