@@ -8,6 +8,7 @@ NODE_STAMP := conformance/node_modules/.installed
 CLIENTS_NODE_STAMP := tests/node/node_modules/.installed
 SYSTEM_STAMP := $(VENV)/.installed-system
 SYSTEM_PACKAGES := redis-server nginx-light graphviz chromium
+BENCH_SYSTEM_STAMP := $(VENV)/.installed-bench-system
 
 .PHONY: venv install install-test test test-fast lint typecheck docs pictures pytest demo view conformance conformance-proxy bench bench-production soak clean
 
@@ -46,6 +47,17 @@ $(SYSTEM_STAMP): Makefile | $(PY)
 	  echo "installing $(SYSTEM_PACKAGES) (Debian packages) for the fleet, browser and picture tests"; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES) \
 	  || { $$SUDO apt-get update -q; $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(SYSTEM_PACKAGES); }; \
+	fi
+	touch $@
+
+# wrk, the HTTP load generator of `make bench-production`'s fleet leg (Debian's package; not needed by
+# `make test`), installed where missing the same way.
+$(BENCH_SYSTEM_STAMP): Makefile | $(PY)
+	@if ! command -v wrk >/dev/null 2>&1; then \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  echo "installing wrk (Debian package) for the fleet leg of bench-production"; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk \
+	  || { $$SUDO apt-get update -q; $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends wrk; }; \
 	fi
 	touch $@
 
@@ -122,10 +134,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/dpop.py
 	$(PY) benchmarks/proxy.py
 
-# The production legs (about ten minutes, needs redis-server): a JWT on every request, Redis stores,
-# tracing, both event loops and both resolver styles, each beside the official SDK and the bare app.
+# The production legs (about ten minutes, needs redis-server, nginx and wrk): a JWT on every request,
+# Redis stores, tracing, both event loops and both resolver styles, each beside the official SDK and
+# the bare app; idle streams; a fleet behind nginx driven by wrk.
 # Options with PRODUCTION_ARGS, e.g. `make bench-production PRODUCTION_ARGS="--legs jwt redis"`.
-bench-production: $(STAMP) $(SYSTEM_STAMP)
+bench-production: $(STAMP) $(SYSTEM_STAMP) $(BENCH_SYSTEM_STAMP)
 	$(PY) benchmarks/production.py $(PRODUCTION_ARGS)
 
 # Mixed refund load with dropped clients, in two legs of 90 s (about four minutes in all): two HTTP

@@ -26,6 +26,8 @@ import argparse
 import contextlib
 import json
 import os
+import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -160,14 +162,27 @@ class Sizes:
     blocks: int
     streams: int = 5000  # the idle-streams leg: streams of each kind held open at once
     idle_seconds: float = 15.0  # how long the server's CPU is read while they idle: one keep-alive period
+    fleet_seconds: int = 5  # the fleet leg: one block of wrk load (after a 1 s warm-up of its own)
+    fleet_reps: int = 3  # the fleet leg: rounds of blocks, every fleet size in each round
 
 
 FULL = Sizes({"W1": 600, "W4": 60}, warmup=30, reps=2, blocks=4)
-QUICK = Sizes({"W1": 10, "W4": 3}, warmup=2, reps=1, blocks=2, streams=40, idle_seconds=1.0)
+QUICK = Sizes(
+    {"W1": 10, "W4": 3},
+    warmup=2,
+    reps=1,
+    blocks=2,
+    streams=40,
+    idle_seconds=1.0,
+    fleet_seconds=1,
+    fleet_reps=1,
+)
 IDLE_LEG = "idle-streams"
 FLEET_LEG = "fleet"
 FLEET_SIZES = (1, 2, 3)
 FLEET_CLIENTS = (16, 64)
+FLEET_SCRIPT = Path(__file__).resolve().parent / "fleet_w1.lua"
+FLEET_WRK_THREADS = 1  # one event-loop thread drives 64 connections: the load stays a small part of a call
 
 
 # -- what the legs stand on: an issuer's JWKS, a Redis, the servers ---------------------------------
@@ -214,6 +229,13 @@ class Issuer:
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
+    with _redis_process() as (_, url):
+        yield url
+
+
+@contextlib.contextmanager
+def _redis_process() -> Iterator[tuple[int, str]]:
+    """A throwaway redis-server on a free loopback port: its pid and URL."""
     directory = tempfile.mkdtemp(prefix="bench-redis-")
     port = harness.free_port()
     process = subprocess.Popen(
@@ -236,7 +258,7 @@ def redis_server() -> Iterator[str]:
     )
     try:
         _wait_listening(port, process)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield process.pid, f"redis://127.0.0.1:{port}/0"
     finally:
         process.terminate()
         process.wait(10)
@@ -482,114 +504,189 @@ async def measure_idle_streams(sizes: Sizes, log: Any) -> dict[str, Any]:
 
 # -- the fleet leg ---------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _nginx(ports: list[int]) -> Iterator[str]:
-    """nginx with the tested docs/deploy/nginx.conf in front of `ports`, set up as tests/fleet_helpers.py does."""
+def _nginx(ports: list[int]) -> Iterator[tuple[int, str]]:
+    """nginx with the tested docs/deploy/nginx.conf in front of `ports`, set up as tests/fleet_helpers.py
+    does (one nginx worker process, nginx's default): the master's pid and the URL."""
     sys.path.insert(0, str(harness.ROOT / "tests"))
     from fleet_helpers import Nginx
 
     nginx = Nginx(ports)
     try:
-        yield nginx.url
+        yield nginx.process.pid, nginx.url
     finally:
         nginx.close()
 
 
-async def _load_block(workers: list[subprocess.Popen[str]], calls: int) -> tuple[float, list[float]]:
-    """Tell every load worker `go`, wait for all; the block's wall time and every call's latency."""
-    started = time.perf_counter()
-    share, extra = divmod(calls, len(workers))
-    for index, worker in enumerate(workers):
-        assert worker.stdin is not None
-        worker.stdin.write(f"go {share + (index < extra)}\n")
-        worker.stdin.flush()
-    latencies: list[float] = []
-    for worker in workers:
-        assert worker.stdout is not None
-        line = await anyio.to_thread.run_sync(worker.stdout.readline)
-        latencies += json.loads(line)["latencies"]
-    return time.perf_counter() - started, latencies
+def _with_children(pid: int) -> list[int]:
+    """`pid` and its child processes (nginx's master and its workers)."""
+    with open(f"/proc/{pid}/task/{pid}/children") as handle:
+        return [pid, *(int(child) for child in handle.read().split())]
 
 
-async def measure_fleet(sizes: Sizes, log: Any) -> dict[str, Any]:
-    """W1 through nginx to 1, 2 and 3 workers of ours sharing Redis, from 16 and 64 clients in two load
-    processes: calls/s, p50 and p99, and the throughput against one worker's at the same client count."""
+def _cpu(pids: list[int]) -> float:
+    return sum(harness.process_cpu(pid) for pid in pids)
+
+
+def _wrk(url: str, clients: int, seconds: int) -> tuple[dict[str, Any], float]:
+    """`seconds` of W1 from `clients` connections through wrk and fleet_w1.lua: wrk's JSON summary and
+    wrk's own CPU seconds. Raises when any call failed: a benchmark of errors measures nothing."""
+    binary = shutil.which("wrk")
+    if binary is None:
+        raise RuntimeError("wrk is not installed: `make bench-production` installs it (apt-get install wrk)")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(
+        [
+            binary,
+            f"-t{FLEET_WRK_THREADS}",
+            f"-c{clients}",
+            f"-d{seconds}s",
+            "--timeout",
+            "10s",
+            "-s",
+            str(FLEET_SCRIPT),
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 60,
+    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"wrk failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}")
+    summary: dict[str, Any] = json.loads(lines[-1])
+    errors = sum(summary["errors"].values())
+    if summary["failures"] or errors or not summary["requests"]:
+        raise RuntimeError(
+            f"fleet: {summary['failures']} of {summary['requests']} calls were not a successful echo, "
+            f"socket errors {summary['errors']}; first: {summary['sample']!r}"
+        )
+    return summary, cpu
+
+
+@dataclass
+class FleetCell:
+    """One fleet size at one client count, over every round."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    worker_cpu: float = 0.0
+    nginx_cpu: float = 0.0
+    wrk_cpu: float = 0.0
+    redis_cpu: float = 0.0
+    rates: list[float] = field(default_factory=list)  # calls/s per round
+    p50_us: list[int] = field(default_factory=list)
+    p99_us: list[int] = field(default_factory=list)
+
+
+def measure_fleet(sizes: Sizes, log: Any) -> dict[str, Any]:
+    """W1 through nginx to 1, 2 and 3 workers of ours sharing Redis, from 16 and 64 connections of wrk.
+
+    Three workers and three nginx (in front of the first one, two and three of them) run
+    together; in each round every size takes its block in turn, at each client count, each block
+    after a 1 s warm-up of its own. The throughput against one worker's is the median over rounds
+    of the ratio within the round. The CPU of the workers, nginx, wrk and Redis is read around
+    each block: where a call's CPU goes, which bounds what more workers can give on these cores.
+    """
+    load_before = os.getloadavg()
+    cells = {(size, clients): FleetCell() for clients in FLEET_CLIENTS for size in FLEET_SIZES}
+    with _redis_process() as (redis_pid, redis_url), contextlib.ExitStack() as stack:
+        entry = Entry("ours", "ours", (("BENCH_REDIS", redis_url),))  # uvicorn, httptools, uvloop
+        workers = [stack.enter_context(serve(entry, log, None, None)) for _ in range(max(FLEET_SIZES))]
+        ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for _, url in workers]
+        fronts = {size: stack.enter_context(_nginx(ports[:size])) for size in FLEET_SIZES}
+        for _ in range(sizes.fleet_reps):
+            for clients in FLEET_CLIENTS:
+                for size in FLEET_SIZES:
+                    nginx_pid, url = fronts[size]
+                    _wrk(url, clients, 1)
+                    nginx_pids = _with_children(nginx_pid)
+                    worker_pids = [pid for pid, _ in workers[:size]]
+                    workers0, nginx0, redis0 = _cpu(worker_pids), _cpu(nginx_pids), _cpu([redis_pid])
+                    summary, wrk_cpu = _wrk(url, clients, sizes.fleet_seconds)
+                    cell = cells[size, clients]
+                    cell.worker_cpu += _cpu(worker_pids) - workers0
+                    cell.nginx_cpu += _cpu(nginx_pids) - nginx0
+                    cell.redis_cpu += _cpu([redis_pid]) - redis0
+                    cell.wrk_cpu += wrk_cpu
+                    cell.calls += summary["requests"]
+                    cell.seconds += summary["duration_us"] / 1e6
+                    cell.rates.append(summary["requests"] / (summary["duration_us"] / 1e6))
+                    cell.p50_us.append(summary["latency_us"]["p50"])
+                    cell.p99_us.append(summary["latency_us"]["p99"])
     rows: dict[str, Any] = {}
-    calls = sizes.calls["W1"] * 2
-    with redis_server() as redis_url:
-        for size in FLEET_SIZES:
-            env = (("BENCH_REDIS", redis_url),)
-            with contextlib.ExitStack() as stack:
-                servers = [
-                    stack.enter_context(serve(Entry("ours", "ours", env), log, None, None))
-                    for _ in range(size)
-                ]
-                ports = [int(url.rsplit(":", 1)[1].split("/")[0]) for _, url in servers]
-                front = stack.enter_context(_nginx(ports))
-                for clients in FLEET_CLIENTS:
-                    workers = [
-                        subprocess.Popen(
-                            [
-                                sys.executable,
-                                "-m",
-                                "benchmarks.load",
-                                front,
-                                "auto",
-                                "W1",
-                                str(clients // 2),
-                                str(sizes.warmup),
-                            ],
-                            cwd=harness.ROOT,
-                            stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE,
-                            stderr=log,
-                            text=True,
-                        )
-                        for _ in range(2)
-                    ]
-                    try:
-                        for worker in workers:
-                            assert worker.stdout is not None
-                            ready = await anyio.to_thread.run_sync(worker.stdout.readline)
-                            if ready.strip() != "ready":
-                                raise RuntimeError(f"load worker did not start: {ready!r}")
-                        wall, latencies = 0.0, []
-                        for _ in range(sizes.reps * sizes.blocks):
-                            block_wall, block_latencies = await _load_block(workers, calls // sizes.blocks)
-                            wall += block_wall
-                            latencies += block_latencies
-                    finally:
-                        for worker in workers:
-                            if worker.stdin is not None:
-                                worker.stdin.close()
-                            worker.wait(30)
-                    ordered = sorted(latencies)
-                    rows[f"{size} x{clients}"] = {
-                        "workers": size,
-                        "clients": clients,
-                        "calls_per_s": len(ordered) / wall,
-                        "p50_ms": ordered[len(ordered) // 2] * 1000,
-                        "p99_ms": _p99(ordered) * 1000,
-                    }
+    for (size, clients), cell in cells.items():
+        one = cells[1, clients]
+        per_call = 1000 / cell.calls
+        rows[f"{size} x{clients}"] = {
+            "workers": size,
+            "clients": clients,
+            "calls": cell.calls,
+            "calls_per_s": cell.calls / cell.seconds,
+            "x_one_worker": _median(
+                [mine / theirs for mine, theirs in zip(cell.rates, one.rates, strict=True)]
+            ),
+            "p50_ms": _median([float(v) for v in cell.p50_us]) / 1000,
+            "p99_ms": _median([float(v) for v in cell.p99_us]) / 1000,
+            "worker_cpu_ms_per_call": cell.worker_cpu * per_call,
+            "nginx_cpu_ms_per_call": cell.nginx_cpu * per_call,
+            "wrk_cpu_ms_per_call": cell.wrk_cpu * per_call,
+            "redis_cpu_ms_per_call": cell.redis_cpu * per_call,
+            "worker_busy": cell.worker_cpu / cell.seconds / size,  # of one core, per worker
+        }
+    cores = os.cpu_count() or 1
     for row in rows.values():
-        one = rows[f"1 x{row['clients']}"]["calls_per_s"]
-        row["x_one_worker"] = row["calls_per_s"] / one
+        one = rows[f"1 x{row['clients']}"]
+        row["cpu_bound_x_one_worker"] = _cpu_bound(row, cores) / _cpu_bound(one, cores)
     return {
-        "title": "W1 through nginx (docs/deploy/nginx.conf) to workers of ours sharing Redis",
+        "title": "W1 through nginx (docs/deploy/nginx.conf, one nginx worker process) to workers of ours "
+        f"sharing Redis, driven by wrk ({FLEET_WRK_THREADS} thread)",
+        "rounds": sizes.fleet_reps,
+        "block_seconds": sizes.fleet_seconds,
+        "cores": cores,
+        "load_average": [load_before, os.getloadavg()],
         "fleet": rows,
     }
 
 
+def _cpu_bound(row: dict[str, Any], cores: int) -> float:
+    """The calls/s the CPU per call allows: each worker at most one core, all of it at most `cores`.
+
+    On 2 cores one worker is bound by its own core, while two share both cores with nginx and
+    wrk: with those costing X of a worker's CPU per call, two workers give at most 2/(1+X) of one.
+    """
+    worker = row["worker_cpu_ms_per_call"]
+    total = worker + row["nginx_cpu_ms_per_call"] + row["wrk_cpu_ms_per_call"] + row["redis_cpu_ms_per_call"]
+    return min(row["workers"] / worker, cores / total) * 1000
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
 def render_fleet(leg: dict[str, Any]) -> str:
+    before, after = leg["load_average"]
     lines = [
         f"### {FLEET_LEG}: {leg['title']}",
         "",
-        "workers | clients | calls/s | x one worker | p50 ms | p99 ms",
-        "--- | --- | --- | --- | --- | ---",
+        f"{leg['rounds']} rounds of {leg['block_seconds']} s blocks on {leg['cores']} cores; load average "
+        f"{before[0]:.2f} before, {after[0]:.2f} after. CPU bound: the most x one worker that the CPU per "
+        "call allows (each worker one core at most, everything together all the cores).",
+        "",
+        "workers | clients | calls/s | x one worker | CPU bound | p50 ms | p99 ms | CPU ms/call: workers "
+        "| nginx | wrk | Redis | each worker busy",
+        "--- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | ---",
     ]
     for row in leg["fleet"].values():
         lines.append(
             f"{row['workers']} | {row['clients']} | {row['calls_per_s']:.0f} | {row['x_one_worker']:.2f} | "
-            f"{row['p50_ms']:.2f} | {row['p99_ms']:.2f}"
+            f"{row['cpu_bound_x_one_worker']:.2f} | {row['p50_ms']:.2f} | {row['p99_ms']:.2f} | "
+            f"{row['worker_cpu_ms_per_call']:.3f} | "
+            f"{row['nginx_cpu_ms_per_call']:.3f} | {row['wrk_cpu_ms_per_call']:.3f} | "
+            f"{row['redis_cpu_ms_per_call']:.3f} | {row['worker_busy']:.0%}"
         )
     return "\n".join([*lines, ""])
 
@@ -641,18 +738,13 @@ def _summarise(
                 if theirs > 0
             ]
             if pairs:
-                row[name] = sorted(pairs)[len(pairs) // 2] if len(pairs) % 2 else _mid(pairs)
+                row[name] = _median(pairs)
                 row[name + "_interval"] = report.median_interval(pairs)
         if reference is not None and reference is not f:
             row["reference"] = references[label]
             row["rss_x_ref"] = row["peak_rss_mib"] / harness.process_memory(servers[references[label]][0])[1]
         rows[label] = row
     return rows
-
-
-def _mid(values: list[float]) -> float:
-    ordered = sorted(values)
-    return (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
 
 
 def _fmt(value: Any, digits: int = 2) -> str:
@@ -721,7 +813,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name in args.legs:
             started = time.monotonic()
             if name == FLEET_LEG:
-                results["legs"][name] = anyio.run(measure_fleet, sizes, log)
+                results["legs"][name] = measure_fleet(sizes, log)
                 print(render_fleet(results["legs"][name]), flush=True)
             elif name == IDLE_LEG:
                 results["legs"][name] = anyio.run(measure_idle_streams, sizes, log)
