@@ -18,7 +18,6 @@ It reaches into our private modules on purpose: it measures them.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -34,9 +33,8 @@ CALLS = 2000
 def _parts() -> dict[str, Callable[[], Awaitable[Any]]]:
     """Each part as a coroutine function of no arguments, on the W1 request (imports our server)."""
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
-    from benchmarks.instructions import FIRST_ROUNDS, _app, call
     import pydantic_core
-
+    from benchmarks.instructions import FIRST_ROUNDS, _app, call
     from benchmarks.servers.floor import _tool_result as floor_app_result
     from benchmarks.servers.floor import app as floor_app
     from mcp_resolve._concurrency import asyncio_cancel_scope
@@ -161,13 +159,17 @@ def _parts() -> dict[str, Callable[[], Awaitable[Any]]]:
 
     async def encode_write() -> None:
         """The answer encoded and written as JSON (both ASGI messages) by a fresh exchange."""
-        exchange = Exchange(True, True, options.sse_ping_interval, True, status_of=endpoint_module._modern_status)
+        exchange = Exchange(
+            True, True, options.sse_ping_interval, True, status_of=endpoint_module._modern_status
+        )
         exchange._send = send
         await exchange.sink(answer)
 
     async def exchange_run() -> None:
         """The exchange around a ready answer: its anyio scope, first-pause callback, the JSON write, the end."""
-        exchange = Exchange(True, True, options.sse_ping_interval, True, status_of=endpoint_module._modern_status)
+        exchange = Exchange(
+            True, True, options.sse_ping_interval, True, status_of=endpoint_module._modern_status
+        )
         await exchange.run(_ready(answer), receive, send)
 
     async def anyio_scope() -> None:
@@ -257,9 +259,9 @@ def count(part: str, baseline: int) -> int:
 
 
 def _collected(part: str, calls: int) -> int:
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
     finished = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-        + ["--drive", part, str(calls)],
+        [*command, "--drive", part, str(calls)],
         env={**os.environ, "PYTHONHASHSEED": "0"},
         capture_output=True,
         text=True,
@@ -271,11 +273,27 @@ def _collected(part: str, calls: int) -> int:
     return int(found.group(1))
 
 
-PART_NAMES = (
-    "ours floor floor_decode floor_write driver transport decode respond envelope tools_call tool_call validation body convert finish "
-    "encode_write exchange_run scope"
-).split()
-TRANSPORT_PARTS = "t_headers t_screen t_media t_body t_rejection t_who".split()
+PART_NAMES = [
+    "ours",
+    "floor",
+    "floor_decode",
+    "floor_write",
+    "driver",
+    "transport",
+    "decode",
+    "respond",
+    "envelope",
+    "tools_call",
+    "tool_call",
+    "validation",
+    "body",
+    "convert",
+    "finish",
+    "encode_write",
+    "exchange_run",
+    "scope",
+]
+TRANSPORT_PARTS = ["t_headers", "t_screen", "t_media", "t_body", "t_rejection", "t_who"]
 """The transport checks one by one (not run unless named)."""
 
 
