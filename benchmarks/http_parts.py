@@ -34,6 +34,7 @@ def _parts() -> dict[str, Callable[[], Awaitable[Any]]]:
     """Each part as a coroutine function of no arguments, on the W1 request (imports our server)."""
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
     import pydantic_core
+
     from benchmarks.instructions import FIRST_ROUNDS, _app, call
     from benchmarks.servers.floor import _tool_result as floor_app_result
     from benchmarks.servers.floor import app as floor_app
