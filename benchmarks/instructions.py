@@ -11,6 +11,7 @@ code and the libraries under it, not uvicorn or the kernel.
     python benchmarks/instructions.py W1 W4           # some of them
     python benchmarks/instructions.py --drive W1 300  # the driver alone (what valgrind runs)
     python benchmarks/instructions.py --cold W1       # cache misses of a call with cold caches
+    python benchmarks/instructions.py --floor W1      # the same count for the floor app (W1, W3n)
 
 `--cold` counts something else: the last-level cache misses of one call made
 after the caches were flushed, as a lone client's own work between calls
@@ -33,6 +34,11 @@ that never imports OpenTelemetry. `BENCH_OTEL_API=1` imports its API first, as
 a process whose libraries load it does, with no SDK configured (each request
 then asks whether a global provider is set); `MCP_RESOLVE_TELEMETRY=false`
 counts a server with telemetry off.
+
+`--floor` drives the bare ASGI app of `servers/floor.py` instead, under the
+same driver: what the driver, the loop and JSON cost with no framework, so
+that ours less the floor is what our HTTP path itself spends (README.md,
+"Where the time goes").
 """
 
 from __future__ import annotations
@@ -159,6 +165,17 @@ async def call(app: Any, workload: str) -> None:
     raise RuntimeError(f"{workload} took more than 3 rounds")
 
 
+def _app() -> Any:
+    """Our streamable HTTP app, or the floor's bare ASGI app when `BENCH_APP=floor`."""
+    if os.environ.get("BENCH_APP") == "floor":
+        from benchmarks.servers.floor import app
+
+        return app
+    from benchmarks.servers.ours import mcp
+
+    return mcp.streamable_http_app()
+
+
 def drive(workload: str, calls: int, *, flush: bool = False, calls_too: bool = True) -> None:
     """Warm up, then make `calls` calls: what valgrind measures.
 
@@ -172,9 +189,7 @@ def drive(workload: str, calls: int, *, flush: bool = False, calls_too: bool = T
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
     if os.environ.get("BENCH_OTEL_API") == "1":
         import opentelemetry.trace  # noqa: F401 - loaded as a library would, no SDK configured
-    from benchmarks.servers.ours import mcp
-
-    app = mcp.streamable_http_app()
+    app = _app()
     scratch, zeros = (bytearray(FLUSH_BYTES), bytes(FLUSH_BYTES)) if flush else (bytearray(), b"")
 
     async def main() -> None:
@@ -255,7 +270,9 @@ def main(argv: list[str]) -> int:
         drive(argv[1], int(argv[2]), flush=mode is not None, calls_too=mode != "--flush-only")
         return 0
     cold = "--cold" in argv
-    chosen = [name for name in argv if name != "--cold"] or list(WORKLOADS)
+    if "--floor" in argv:
+        os.environ["BENCH_APP"] = "floor"  # inherited by the driver valgrind runs
+    chosen = [name for name in argv if name not in ("--cold", "--floor")] or list(WORKLOADS)
     unknown = [name for name in chosen if name not in WORKLOADS]
     if unknown:
         print(f"unknown workload(s) {unknown}; choose from {list(WORKLOADS)}", file=sys.stderr)

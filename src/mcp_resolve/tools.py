@@ -232,12 +232,13 @@ class Tool:
 
     def convert_result(self, value: Any) -> dict[str, Any]:
         """The tool's return value as its wire result (`output.py` says how)."""
-        if isinstance(value, InputRequiredResult):
-            return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-        if isinstance(value, CallToolResult):
-            if self.output is not None and not value.is_error:
-                self.output.check(value.structured_content)
-            return _dump(value)
+        if type(value) not in _NOT_RESULT_MODELS:
+            if isinstance(value, InputRequiredResult):
+                return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+            if isinstance(value, CallToolResult):
+                if self.output is not None and not value.is_error:
+                    self.output.check(value.structured_content)
+                return _dump(value)
         if self.output is None:
             return {"content": to_content(value), "isError": False}
         return {
@@ -245,6 +246,11 @@ class Tool:
             "structuredContent": self.output.structured(value),
             "isError": False,
         }
+
+
+_NOT_RESULT_MODELS = frozenset({str, int, float, bool, type(None), list, dict, tuple})
+"""Exact types that are no result model: their values skip `isinstance` against pydantic models, which
+costs a failed attribute lookup (an exception raised and caught) per check on a plain value."""
 
 
 def _checked_scopes(tool_name: str, scopes: Sequence[str] | None) -> tuple[str, ...]:

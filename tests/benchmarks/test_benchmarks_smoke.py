@@ -181,6 +181,29 @@ def test_cachegrind_counts_what_a_call_with_cold_caches_fetches() -> None:
     assert 1_000 < total < 50_000 and instruction > 0 and data > 0, finished.stdout
 
 
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.timeout(300)
+def test_callgrind_counts_the_floor_app_under_the_same_driver() -> None:
+    finished = instructions("--floor", "W1", timeout=280)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    counted = int(finished.stdout.split()[2].replace(",", ""))
+    # The bare app and the driver around it: below our app's 200k and more, and not nothing.
+    assert 30_000 < counted < 150_000, finished.stdout
+
+
+PARTS = ROOT / "benchmarks" / "http_parts.py"
+
+
+def test_every_part_of_the_http_breakdown_runs() -> None:
+    # The warm-up of any one part runs every part (and a checked W1 call) 30 times.
+    finished = subprocess.run(
+        [PYTHON, str(PARTS), "--drive", "nothing", "1"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    finished = subprocess.run([PYTHON, str(PARTS), "parse"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 2 and "unknown part(s) ['parse']" in finished.stderr
+
+
 def test_the_instruction_counter_names_unknown_workloads_and_modes() -> None:
     finished = instructions("W9")
     assert finished.returncode == 2

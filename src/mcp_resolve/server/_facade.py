@@ -131,6 +131,8 @@ class MCPServer:
     the process has configured OpenTelemetry (a global provider), importing nothing before the process
     imports it; `mcp_resolve.telemetry.instrument` sets one with explicit providers. None with
     `telemetry=False` or MCP_RESOLVE_TELEMETRY=false: each request then costs one check."""
+    _server_info: tuple[tuple[str | None, ...], dict[str, Any]] | None = None
+    """`server_info()` as last made, and the fields it was made of (see there)."""
 
     def __init__(
         self,
@@ -652,6 +654,17 @@ class MCPServer:
         return self.registry.components()
 
     def server_info(self) -> dict[str, Any]:
+        """`serverInfo` as it goes out (every 2026-07-28 result carries it), a new dict each time.
+
+        Without icons it is remembered against the five text fields it is made
+        of, since a result's `_meta` needs it on every call: a fresh copy of the
+        remembered one instead of a model built and dumped. (Icons are models
+        that may be changed in place, so with icons it is made each time.)
+        """
+        key = (self.name, self.version, self.title, self.description, self.website_url)
+        kept = self._server_info
+        if self.icons is None and kept is not None and kept[0] == key:
+            return dict(kept[1])  # its values are all strings: a shallow copy is a whole one
         info = Implementation(
             name=self.name,
             version=self.version,
@@ -659,8 +672,10 @@ class MCPServer:
             description=self.description,
             website_url=self.website_url,
             icons=self.icons,
-        )
-        return info.model_dump(by_alias=True, exclude_none=True, mode="json")
+        ).model_dump(by_alias=True, exclude_none=True, mode="json")
+        if self.icons is None:
+            self._server_info = (key, dict(info))
+        return info
 
     def cache_hint(self, method: str) -> tuple[int, str]:
         """(`ttlMs`, `cacheScope`) for a cacheable method's 2026-07-28 results.

@@ -138,7 +138,8 @@ def _readable(result: dict[str, Any], what: str, context: Context) -> dict[str, 
     answers a handler's InputRequiredResult with -32603 `Handler returned an
     invalid result`: the same error here, with what to do instead.
     """
-    if context.is_modern or "inputRequests" not in result:
+    # The result first: reading the era builds the request's scope, which a tool's call may never need.
+    if "inputRequests" not in result or context.is_modern:
         return result
     raise MCPError(
         INTERNAL_ERROR,
