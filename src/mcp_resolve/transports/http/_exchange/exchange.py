@@ -26,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 from starlette.types import Receive, Send
 
-from ...._concurrency import asyncio_cancel_scope, cancel_scope
+from ...._concurrency import asyncio_cancel_scope, cancel_scope, light_lock
 from ....errors import INTERNAL_ERROR, MCPError
 from ....protocol.jsonrpc import encode
 
@@ -93,7 +94,7 @@ class Exchange:
     _guarding = True
     _quiet_since = 0.0
     # Serialises stream writes between the work and the guard's pings (made when a stream opens).
-    _lock: anyio.Lock | None = None
+    _lock: AbstractAsyncContextManager[Any] | None = None
     _guard_task: asyncio.Task[None] | None = None
     _wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer
     _receive: Receive
@@ -263,7 +264,7 @@ class Exchange:
         whose sibling just failed), or the next write would be a body with no
         start and the client would get a 500 instead of the call's error.
         """
-        self._mode, self._lock = _STREAM, anyio.Lock()
+        self._mode, self._lock = _STREAM, light_lock()
         with cancel_scope() as shield:
             shield.shield = True
             await self._open_stream_now(first)

@@ -17,12 +17,14 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.types import Receive, Send
 
+from ...._concurrency import light_lock
 from ....protocol.http_names import SESSION_HEADER
 from .._exchange.exchange import SSE_HEADERS, sse_event
 
 if TYPE_CHECKING:
     from .._exchange.sessions import Session
     from .._fleet.sessions import SessionFleet
+    from .caps import StreamStop
     from .resume import Recorder
 
 __all__ = ["standalone_stream"]
@@ -39,16 +41,13 @@ async def standalone_stream(
     recorder: Recorder | None = None,
     missed: bytes = b"",
     fleet: SessionFleet | None = None,
-    stopping: anyio.Event | None = None,
+    stopping: StreamStop | None = None,
 ) -> None:
     """Serve the GET stream until it ends; `missed` (a resumption's replay) goes out right after the start."""
-    start = {
-        "type": "http.response.start",
-        "status": 200,
-        "headers": [*SSE_HEADERS, (_SESSION, session.id.encode())],
-    }
-    await send(start)
-    writing, ended = anyio.Lock(), False
+    headers = [*SSE_HEADERS, (_SESSION, session.id.encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    del headers  # uvicorn has written them; the idle stream need not keep them
+    writing, ended = light_lock(), False
 
     async def write(body: bytes, more: bool = True) -> None:
         """One chunk at a time from any task; nothing after the last one."""
@@ -87,34 +86,36 @@ async def _hold(
     write: Callable[[bytes, bool], Awaitable[None]],
     ping_interval: float,
     fleet: SessionFleet | None,
-    stopping: anyio.Event | None,
+    stopping: StreamStop | None,
 ) -> None:
-    # The stream ends when the session closes or, if the server may end it (shutdown), when either happens.
-    ended = session.closed if stopping is None else anyio.Event()
+    """Hold the stream in its own task until the client leaves, the session closes or the server stops.
 
-    async def relay(event: anyio.Event) -> None:
-        await event.wait()
-        ended.set()
-
-    async with anyio.create_task_group() as group:
-
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            group.cancel_scope.cancel()
-
-        group.start_soon(watch)
-        if stopping is not None:
-            group.start_soon(relay, session.closed)
-            group.start_soon(relay, stopping)
-        with session.activity():
-            while not ended.is_set():
-                with anyio.move_on_after(ping_interval):
-                    await ended.wait()
-                if not ended.is_set():
-                    if fleet is not None and not await fleet.alive(session):
-                        fleet.forget(session)
-                        break
-                    await write(b": ping\n\n", True)
+    The task waits on the ASGI `receive()` (the client's hang-up) inside the
+    session's activity scope, which closing the session cancels and which a
+    server stopping cancels too (`stopping.on_set`), and inside one scope per
+    keep-alive interval: an idle stream holds this task, two scopes and one
+    timer, and nothing else of its own wakes.
+    """
+    if session.closed.is_set():
         await write(b"", False)
-        group.cancel_scope.cancel()
+        return
+    gone = False
+    with session.activity() as activity:
+        if stopping is not None:
+            stopping.on_set(activity.cancel)
+        try:
+            while True:
+                with anyio.move_on_after(ping_interval):
+                    while (await receive())["type"] != "http.disconnect":
+                        pass
+                    gone = True
+                    break
+                if fleet is not None and not await fleet.alive(session):
+                    fleet.forget(session)
+                    break
+                await write(b": ping\n\n", True)
+        finally:
+            if stopping is not None:
+                stopping.on_set(None)
+    if not gone:  # the end of the body; a client that left gets nothing more
+        await write(b"", False)
