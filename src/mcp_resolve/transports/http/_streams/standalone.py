@@ -11,13 +11,14 @@ stream picks it up where it broke (_streams.resume).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from starlette.types import Receive, Send
 
-from ...._concurrency import light_lock
+from ...._concurrency import light_lock, ticker
 from ....protocol.http_names import SESSION_HEADER
 from .._exchange.exchange import SSE_HEADERS, sse_event
 
@@ -92,9 +93,12 @@ async def _hold(
 
     The task waits on the ASGI `receive()` (the client's hang-up) inside the
     session's activity scope, which closing the session cancels and which a
-    server stopping cancels too (`stopping.on_set`), and inside one scope per
-    keep-alive interval: an idle stream holds this task, two scopes and one
-    timer, and nothing else of its own wakes.
+    server stopping cancels too (`stopping.on_set`). The keep-alive comes,
+    on asyncio, from the loop's one keep-alive timer (`_concurrency.Ticker`),
+    whose callback starts a short task to write the ping (`_KeepAlive`);
+    elsewhere (trio) from a scope with a deadline per interval. An idle
+    stream holds this task, one scope and a slot in the ticker, and nothing
+    of its own wakes between keep-alives.
     """
     if session.closed.is_set():
         await write(b"", False)
@@ -103,19 +107,89 @@ async def _hold(
     with session.activity() as activity:
         if stopping is not None:
             stopping.on_set(activity.cancel)
+
+        async def ping() -> bool:
+            """A keep-alive, or (in a fleet, once the session is gone fleet-wide) the stream's end."""
+            if fleet is not None and not await fleet.alive(session):
+                fleet.forget(session)
+                activity.cancel()
+                return False
+            await write(b": ping\n\n", True)
+            return True
+
         try:
-            while True:
-                with anyio.move_on_after(ping_interval):
-                    while (await receive())["type"] != "http.disconnect":
-                        pass
-                    gone = True
-                    break
-                if fleet is not None and not await fleet.alive(session):
-                    fleet.forget(session)
-                    break
-                await write(b": ping\n\n", True)
+            gone = await _until_gone(receive, ping, ping_interval, activity.cancel)
         finally:
             if stopping is not None:
                 stopping.on_set(None)
     if not gone:  # the end of the body; a client that left gets nothing more
         await write(b"", False)
+
+
+async def _until_gone(
+    receive: Receive, ping: Callable[[], Awaitable[bool]], interval: float, end: Callable[[], object]
+) -> bool:
+    """Wait for the client's hang-up (True), pinging every `interval`; False when `ping` ended the stream.
+
+    A ping that fails calls `end` (the stream ends, and the failure is raised here)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # another event loop (trio): a scope with a deadline per interval
+        while True:
+            with anyio.move_on_after(interval):
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                return True
+            if not await ping():
+                return False
+    keep_alive = _KeepAlive(loop, interval, ping, end)
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        return True
+    finally:
+        await keep_alive.stop()
+
+
+class _KeepAlive:
+    """Calls `ping` every `interval` (from the loop's `Ticker`), each time in a short task of its own, until
+    stopped or it says False."""
+
+    __slots__ = ("end", "interval", "key", "loop", "ping", "task")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        interval: float,
+        ping: Callable[[], Awaitable[bool]],
+        end: Callable[[], object],
+    ) -> None:
+        self.loop, self.interval, self.ping, self.end = loop, interval, ping, end
+        self.task: asyncio.Task[None] | None = None
+        self.key: int | asyncio.TimerHandle | None = ticker(loop).add(loop.time() + interval, self._due)
+
+    def _due(self) -> None:
+        self.key = None
+        self.task = self.loop.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            alive = await self.ping()
+        except Exception:
+            self.end()  # the stream ends; `stop` raises this in its task
+            raise
+        if alive:
+            self.key = ticker(self.loop).add(self.loop.time() + self.interval, self._due)
+
+    async def stop(self) -> None:
+        """No more pings: the next is called off, a ping being written is cancelled and waited for."""
+        if self.key is not None:
+            ticker(self.loop).remove(self.key, self._due)
+            self.key = None
+        task = self.task
+        if task is not None and not task.done():
+            task.cancel()
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait((task,))
+        if task is not None and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
