@@ -218,7 +218,7 @@ class Ticker:
 
     def _fire(self) -> None:
         self._timer = None
-        now = math.floor(self._loop.time() / TICK + 0.5)  # a timer may fire a hair early
+        now = math.floor(self._loop.time() / TICK + 0.01)  # a timer may fire a hair early
         for key in sorted(k for k in self._buckets if k <= now):
             for callback in self._buckets.pop(key):
                 callback()
