@@ -31,14 +31,26 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
 
-__all__ = ["TaskSet", "asyncio_cancel_scope", "cancel_scope", "open_task_set"]
+__all__ = [
+    "TICK",
+    "TaskSet",
+    "Ticker",
+    "Wakeup",
+    "asyncio_cancel_scope",
+    "cancel_scope",
+    "light_lock",
+    "open_task_set",
+    "ticker",
+]
 
 T = TypeVar("T")
 
@@ -91,6 +103,140 @@ def cancel_scope() -> anyio.CancelScope:
     except RuntimeError:  # not asyncio (trio)
         return anyio.CancelScope()
     return asyncio_cancel_scope()()
+
+
+def light_lock() -> AbstractAsyncContextManager[Any]:
+    """A lock for one long-lived stream's writes: asyncio's on asyncio, anyio's elsewhere (trio).
+
+    asyncio's lock makes its queue of waiters only when a second writer waits;
+    anyio's makes one up front (about 0.7 KiB), paid by every idle stream.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio (trio)
+        return anyio.Lock()
+    return asyncio.Lock()
+
+
+class Wakeup:
+    """One waiter woken by `set`, whatever task calls it: an idle stream waiting for its next event.
+
+    On asyncio it waits on a bare future made only while it waits (anyio's
+    `Event` would hold a queue of waiters for the stream's whole life); on
+    trio, on an `anyio.Event`. Only one task waits at a time.
+    """
+
+    __slots__ = ("_waiter",)
+
+    def __init__(self) -> None:
+        self._waiter: asyncio.Future[None] | anyio.Event | None = None
+
+    async def wait(self) -> None:
+        """Until `set` is called (a `set` before this wait is not kept: check the condition first)."""
+        try:
+            waiter: asyncio.Future[None] | anyio.Event = asyncio.get_running_loop().create_future()
+        except RuntimeError:  # not asyncio (trio)
+            waiter = anyio.Event()
+        self._waiter = waiter
+        try:
+            await (waiter if isinstance(waiter, asyncio.Future) else waiter.wait())
+        finally:
+            self._waiter = None
+
+    def set(self) -> None:
+        waiter = self._waiter
+        if waiter is None:
+            return
+        if isinstance(waiter, asyncio.Future):
+            if not waiter.done():
+                waiter.set_result(None)
+        else:
+            waiter.set()
+
+
+TICK = 1.0
+"""Seconds the keep-alive `Ticker` rounds its wake-ups up to: streams due within one tick share it."""
+
+
+class Ticker:
+    """One timer for the keep-alives of every idle stream on an asyncio loop.
+
+    A stream asks to be called back at a time (`add`); the time is rounded up
+    to the next `TICK`, and the streams due in the same tick are kept in one
+    bucket, so thousands of idle streams cost the loop one timer (not one
+    each, about 0.6 KiB apiece on uvloop) and one wake-up per tick in which
+    some are due. A callback runs in the loop's own callback (it may start a
+    task, never await) and is called once; `remove` takes it back.
+    """
+
+    __slots__ = ("_buckets", "_loop", "_timer", "_timer_at")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._buckets: dict[int, dict[Callable[[], object], None]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0
+
+    def __len__(self) -> int:
+        return sum(len(bucket) for bucket in self._buckets.values())
+
+    def add(self, when: float, callback: Callable[[], object]) -> int | asyncio.TimerHandle:
+        """Call `callback` at `when` (loop time), or up to one `TICK` later; returns its key for `remove`.
+
+        A time less than `4 * TICK` away gets a timer of its own, on time (short
+        keep-alive intervals, a ping due soon after a write).
+        """
+        if when - self._loop.time() < 4 * TICK:
+            return self._loop.call_at(when, callback)
+        key = math.ceil(when / TICK)
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = {}
+        bucket[callback] = None
+        if self._timer is None or key < self._timer_at:
+            self._arm(key)
+        return key
+
+    def remove(self, key: int | asyncio.TimerHandle, callback: Callable[[], object]) -> None:
+        if isinstance(key, asyncio.TimerHandle):
+            key.cancel()
+            return
+        bucket = self._buckets.get(key)
+        if bucket is not None:
+            bucket.pop(callback, None)
+            if not bucket:
+                del self._buckets[key]
+        if not self._buckets and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self, key: int) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = key
+        self._timer = self._loop.call_at(key * TICK, self._fire)
+
+    def _fire(self) -> None:
+        self._timer = None
+        now = math.floor(self._loop.time() / TICK + 0.01)  # a timer may fire a hair early
+        for key in sorted(k for k in self._buckets if k <= now):
+            for callback in self._buckets.pop(key):
+                callback()
+        if self._buckets:  # the callbacks may have armed the timer for a later tick than the next one
+            first = min(self._buckets)
+            if self._timer is None or first < self._timer_at:
+                self._arm(first)
+
+
+_TICKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Ticker] = weakref.WeakKeyDictionary()
+
+
+def ticker(loop: asyncio.AbstractEventLoop) -> Ticker:
+    """The keep-alive `Ticker` of `loop` (made on first use)."""
+    found = _TICKERS.get(loop)
+    if found is None:
+        found = _TICKERS[loop] = Ticker(loop)
+    return found
 
 
 def open_task_set() -> TaskSet[Any]:

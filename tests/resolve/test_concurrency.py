@@ -121,3 +121,62 @@ async def test_on_asyncio_cancel_scope_skips_anyio_s_backend_lookup(monkeypatch:
         scope.cancel()
         await anyio.lowlevel.checkpoint()
     assert scope.cancelled_caught
+
+
+# -- the keep-alive ticker and the idle stream's primitives (transports/http streams use them) ----------
+async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() -> None:
+    from mcp_resolve._concurrency import TICK, Ticker
+
+    loop = asyncio.get_running_loop()
+    clock = [loop.time() + 100.0]
+    # A loop whose time we set: the ticker reads `time()` and schedules with `call_at`.
+    scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
+
+    class Loop:
+        def time(self) -> float:
+            return clock[0]
+
+        def call_at(self, when: float, callback: Any) -> asyncio.TimerHandle:
+            handle = asyncio.TimerHandle(when, callback, (), loop)
+            scheduled.append((when, handle, callback))
+            return handle
+
+    ticker = Ticker(Loop())  # type: ignore[arg-type]
+    called: list[int] = []
+    callbacks = [lambda i=i: called.append(i) for i in range(100)]
+    keys = [ticker.add(clock[0] + 15 + i / 1000, callback) for i, callback in enumerate(callbacks)]
+    assert len(ticker) == 100
+    assert len([h for _, h, _ in scheduled if not h.cancelled()]) == 1  # one timer for them all
+    ticker.remove(keys[0], callbacks[0])
+    assert len(ticker) == 99
+    when, _, fire = next(entry for entry in scheduled if not entry[1].cancelled())
+    assert clock[0] + 15 <= when <= clock[0] + 15 + TICK  # on time, up to one tick late
+    clock[0] = when
+    fire()  # the timer fires
+    assert sorted(called) == list(range(1, 100)) and len(ticker) == 0
+    # Due soon: a timer of its own, on time (short keep-alive intervals, a ping due just after a write).
+    soon = ticker.add(clock[0] + TICK, lambda: called.append(-1))
+    assert isinstance(soon, asyncio.TimerHandle) and soon.when() == clock[0] + TICK
+    ticker.remove(soon, lambda: None)
+    assert soon.cancelled()
+
+
+async def test_a_wakeup_wakes_its_one_waiter_and_forgets_a_set_before_the_wait() -> None:
+    from mcp_resolve._concurrency import Wakeup
+
+    wakeup = Wakeup()
+    wakeup.set()  # nobody waits: nothing is kept
+    woken: list[str] = []
+
+    async def wait() -> None:
+        await wakeup.wait()
+        woken.append("woken")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait)
+        await anyio.sleep(0.01)
+        assert woken == []
+        wakeup.set()
+        with anyio.fail_after(DEADLINE):
+            while not woken:
+                await anyio.sleep(0.001)

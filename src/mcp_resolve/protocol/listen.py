@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from anyio.streams.memory import MemoryObjectSendStream
-
+from .._concurrency import Wakeup
 from ..errors import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError
 from ..stores.bus import (
     MAX_URI_LENGTH,
@@ -69,7 +68,12 @@ _FLAGS = {
 }
 
 
-@dataclass(frozen=True)
+_KIND_SETS: dict[frozenset[type], frozenset[type]] = {}
+"""The kind sets filters use, one object each (there are eight): a stream does not hold its own copy."""
+_NO_URIS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class ListenFilter:
     """What one listen stream asked for, validated: the kinds it wants and the URIs it watches."""
 
@@ -103,7 +107,8 @@ class ListenFilter:
             raise MCPError(
                 INVALID_PARAMS, f"Invalid params: at most {MAX_URIS} resourceSubscriptions per listen"
             )
-        return cls(frozenset(kinds), frozenset(uris))
+        wanted = frozenset(kinds)
+        return cls(_KIND_SETS.setdefault(wanted, wanted), frozenset(uris) if uris else _NO_URIS)
 
     def honoured(self, order: list[str] | None = None) -> dict[str, Any]:
         """The acknowledgement's filter: every kind asked for (true flags only), URIs in the order given."""
@@ -116,6 +121,51 @@ class ListenFilter:
         if isinstance(event, ResourceUpdated):
             return event.uri in self.uris
         return type(event) in self.kinds
+
+
+class _Listener:
+    """One open listen stream: its filter and the events heard for it and not yet sent.
+
+    What an idle stream holds is this and nothing more (no channel, no queue
+    until an event arrives); the stream's task waits on one `Wakeup`.
+    """
+
+    __slots__ = ("closed", "events", "wakeup", "wanted")
+
+    def __init__(self, wanted: ListenFilter) -> None:
+        self.wanted = wanted
+        self.events: deque[ServerEvent] | None = None
+        self.wakeup = Wakeup()
+        self.closed = False
+
+    def push(self, event: ServerEvent, backlog: int) -> bool:
+        """Queue `event` for the stream; False (and nothing queued) when its backlog is full."""
+        events = self.events
+        if events is None:
+            events = self.events = deque()
+        elif len(events) >= backlog:
+            return False
+        events.append(event)
+        self.wakeup.set()
+        return True
+
+    def close(self) -> None:
+        """End the stream once what was queued has been sent."""
+        self.closed = True
+        self.wakeup.set()
+
+    async def next(self) -> ServerEvent | None:
+        """The next event to send, or None once closed and drained."""
+        while True:
+            events = self.events
+            if events:
+                event = events.popleft()
+                if not events:
+                    self.events = None  # an idle stream holds no queue
+                return event
+            if self.closed:
+                return None
+            await self.wakeup.wait()
 
 
 def _session_wants(connection: Connection, event: ServerEvent) -> bool:
@@ -140,7 +190,7 @@ class Notifications:
         self.bus = bus
         self.max_streams = max_streams
         self.backlog = backlog
-        self._streams: dict[object, tuple[ListenFilter, MemoryObjectSendStream[ServerEvent]]] = {}
+        self._streams: set[_Listener] = set()
         self._pending: list[tuple[Connection, str, dict[str, Any]]] = []
         self._publishing = 0
         self._drainer: asyncio.Task[None] | None = None
@@ -158,7 +208,7 @@ class Notifications:
     async def publish(self, event: ServerEvent) -> int:
         """Publish `event` fleet-wide; how many of this process's sessions and streams it reached."""
         told = sum(1 for c in list(self.server.connections) if _session_wants(c, event))
-        told += sum(1 for f, _ in self._streams.values() if f.wants(event))
+        told += sum(1 for listener in self._streams if listener.wanted.wants(event))
         self._publishing += 1
         try:
             await self.bus.publish(event)
@@ -171,16 +221,11 @@ class Notifications:
 
     def _heard(self, event: ServerEvent) -> None:
         """The bus listener: queue the event for this process's streams and sessions (never raises)."""
-        for token, (wanted, send) in list(self._streams.items()):
-            if wanted.wants(event):
-                try:
-                    send.send_nowait(event)
-                except anyio.WouldBlock:
-                    logger.warning("a listen stream stopped reading; ending it (the client re-listens)")
-                    self._streams.pop(token, None)
-                    send.close()
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._streams.pop(token, None)
+        for listener in list(self._streams):
+            if listener.wanted.wants(event) and not listener.push(event, self.backlog):
+                logger.warning("a listen stream stopped reading; ending it (the client re-listens)")
+                self._streams.discard(listener)
+                listener.close()
         method, params = event_to_wire(event)
         for connection in list(self.server.connections):
             if _session_wants(connection, event):
@@ -196,8 +241,8 @@ class Notifications:
 
     def end_streams(self) -> None:
         """End every open listen stream gracefully (each answers its request), e.g. at shutdown."""
-        for _, send in self._streams.values():
-            send.close()
+        for listener in self._streams:
+            listener.close()
         self._streams.clear()
 
     async def listen(self, params: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -215,18 +260,18 @@ class Notifications:
         if start is not None:
             await start()  # a bus that cannot reach its backend fails the request before the acknowledgement
         meta = {SUBSCRIPTION_ID_META_KEY: context.request_id}
-        send, receive = anyio.create_memory_object_stream[ServerEvent](self.backlog)
-        token = object()
-        self._streams[token] = (wanted, send)
+        listener = _Listener(wanted)
+        self._streams.add(listener)
         notify = context.request_scope.send_notification
         try:
             acknowledged = {"_meta": meta, "notifications": wanted.honoured(raw_uris)}
+            del raw_uris
             await notify("notifications/subscriptions/acknowledged", acknowledged)
-            async with receive:
-                async for event in receive:
-                    method, event_params = event_to_wire(event)
-                    await notify(method, {**event_params, "_meta": meta})
+            del acknowledged  # an idle stream keeps only what it needs to send the next event
+            while (event := await listener.next()) is not None:
+                method, event_params = event_to_wire(event)
+                await notify(method, {**event_params, "_meta": meta})
         finally:
-            self._streams.pop(token, None)
-            send.close()
+            self._streams.discard(listener)
+            listener.close()
         return {"_meta": dict(meta)}

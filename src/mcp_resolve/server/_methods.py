@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from types import MethodType
 from typing import TYPE_CHECKING, Any
 
@@ -220,6 +220,9 @@ async def complete(server: MCPServer, params: dict[str, Any], context: Context) 
 
 
 # -- subscriptions (2026-07-28) --------------------------------------------------------------
-async def listen(server: MCPServer, params: dict[str, Any], context: Context) -> dict[str, Any]:
-    """`subscriptions/listen` (2026-07-28): a stream of the change notifications the client asked for."""
-    return await server.notifications.listen(params, context)
+def listen(server: MCPServer, params: dict[str, Any], context: Context) -> Awaitable[dict[str, Any]]:
+    """`subscriptions/listen` (2026-07-28): a stream of the change notifications the client asked for.
+
+    The listen coroutine itself, not awaited here: an idle stream holds one coroutine frame fewer.
+    """
+    return server.notifications.listen(params, context)

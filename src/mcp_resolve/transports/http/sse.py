@@ -236,7 +236,7 @@ class SSEEndpoints:
                 await session.write(b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n")
                 async with anyio.create_task_group() as group:
                     group.start_soon(_until_disconnect, receive, group.cancel_scope)
-                    group.start_soon(_until_set, stopped, group.cancel_scope)
+                    stopped.on_set(group.cancel_scope.cancel)
                     group.start_soon(_until_set, session.ended, group.cancel_scope)
                     group.start_soon(_ping, session, self.options.ping_interval)
                     await self._serve(session)

@@ -223,6 +223,7 @@ class StreamableHTTPEndpoint:
         except MalformedMessage as exc:
             await json_response(400, exc.answer())(scope, receive, send)
             return
+        del body  # decoded: a long-lived stream need not hold the bytes too
         version = headers.value(_VERSION)
         session_id = headers.value(_SESSION)
         modern = (version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS) or (

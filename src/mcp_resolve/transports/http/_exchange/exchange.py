@@ -26,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 from starlette.types import Receive, Send
 
-from ...._concurrency import asyncio_cancel_scope, cancel_scope
+from ...._concurrency import asyncio_cancel_scope, cancel_scope, light_lock, ticker
 from ....errors import INTERNAL_ERROR, MCPError
 from ....protocol.jsonrpc import encode
 
@@ -93,9 +94,13 @@ class Exchange:
     _guarding = True
     _quiet_since = 0.0
     # Serialises stream writes between the work and the guard's pings (made when a stream opens).
-    _lock: anyio.Lock | None = None
+    _lock: AbstractAsyncContextManager[Any] | None = None
     _guard_task: asyncio.Task[None] | None = None
-    _wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer
+    _pinger: asyncio.Task[None] | None = None  # the task writing a keep-alive (asyncio)
+    _ping_key: int | asyncio.TimerHandle | None = (
+        None  # the next keep-alive's tick (asyncio: the loop's `Ticker`)
+    )
+    _wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer'
     _receive: Receive
     _scope: anyio.CancelScope | None = None
 
@@ -180,14 +185,19 @@ class Exchange:
                     # this is its turn to see that and end.
                     await asyncio.sleep(0)
             finally:
-                self._wakeup.cancel()
+                if self._wakeup is not None:
+                    self._wakeup.cancel()
+                self._no_pings(loop)
                 guard = self._guard_task
-                if guard is not None and not guard.done():
-                    guard.cancel()
-                    with anyio.CancelScope(shield=True):
-                        await asyncio.wait((guard,))
-        if guard is not None and not guard.cancelled() and guard.exception() is not None:
-            raise guard.exception()  # type: ignore[misc]
+                pinger = self._pinger
+                for task in (guard, pinger):
+                    if task is not None and not task.done():
+                        task.cancel()
+                        with anyio.CancelScope(shield=True):
+                            await asyncio.wait((task,))
+        for task in (guard, pinger):
+            if task is not None and not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
 
     def _first_pause(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._answered:
@@ -196,8 +206,54 @@ class Exchange:
             self._wakeup = loop.call_later(min(GUARD_DELAY, self.ping_interval), self._start_guard, loop)
 
     def _start_guard(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._wakeup = None  # fired: a long-lived stream need not keep the handle
         if not self._answered:
-            self._guard_task = loop.create_task(self._guard(self._receive, self._scope))
+            self._guard_task = loop.create_task(self._watch(self._receive, self._scope, loop))
+
+    async def _watch(
+        self, receive: Receive, scope: anyio.CancelScope | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """The guard on asyncio: it waits for the hang-up alone, and the pings come from a timer.
+
+        A stream that stays open (a `subscriptions/listen` stream) thus holds,
+        while idle, this task's pending `receive()` and a slot in the loop's
+        keep-alive `Ticker`, not a cancel scope and a timer of its own.
+        """
+        if self._answered:  # first scheduled after the whole answer was written: nothing left to guard
+            self._guarding = False
+            return
+        if self.sse_ok and self._mode is not _JSON:
+            self._ping_key = ticker(loop).add(self._quiet_since + self.ping_interval, self._ping_due)
+        try:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            self._guarding = False
+            self._no_pings(loop)
+        self._left(scope)
+
+    def _no_pings(self, loop: asyncio.AbstractEventLoop) -> None:
+        key = self._ping_key
+        if key is not None:
+            self._ping_key = None
+            ticker(loop).remove(key, self._ping_due)
+
+    def _ping_due(self) -> None:
+        """The keep-alive (the loop's `Ticker`): a ping after `ping_interval` of silence, by a short task of its own."""
+        self._ping_key = None
+        if self._answered or self.gone or self._mode is _JSON or not self._guarding:
+            return
+        loop = asyncio.get_running_loop()
+        due = self._quiet_since + self.ping_interval
+        if loop.time() + 0.01 < due:  # something was written meanwhile: the silence counts from then
+            self._ping_key = ticker(loop).add(due, self._ping_due)
+        else:
+            self._pinger = loop.create_task(self._ping_then_wait(loop))
+
+    async def _ping_then_wait(self, loop: asyncio.AbstractEventLoop) -> None:
+        await self._ping()
+        if not (self._answered or self.gone) and self._guarding:
+            self._ping_key = ticker(loop).add(self._quiet_since + self.ping_interval, self._ping_due)
 
     async def _run_in_task_group(self, answer: Awaitable[dict[str, Any] | None], receive: Receive) -> None:
         self._quiet_since = anyio.current_time()
@@ -231,6 +287,10 @@ class Exchange:
                     break
         finally:
             self._guarding = False
+        self._left(scope)
+
+    def _left(self, scope: anyio.CancelScope | None) -> None:
+        """The client hung up: tell the work (cancel it, on 2026-07-28)."""
         if self._answered:  # ASGI reports the end of a completed response as a disconnect too
             return
         self.gone = True
@@ -263,7 +323,7 @@ class Exchange:
         whose sibling just failed), or the next write would be a body with no
         start and the client would get a 500 instead of the call's error.
         """
-        self._mode, self._lock = _STREAM, anyio.Lock()
+        self._mode, self._lock = _STREAM, light_lock()
         with cancel_scope() as shield:
             shield.shield = True
             await self._open_stream_now(first)

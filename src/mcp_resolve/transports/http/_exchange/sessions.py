@@ -46,13 +46,15 @@ class Session:
         return bool(self._active)
 
     @contextmanager
-    def activity(self) -> Iterator[None]:
+    def activity(self) -> Iterator[anyio.CancelScope]:
         """Mark a request's work or a GET stream as in progress: the session is busy (never idle-expired)
-        while it runs, and closing the session cancels it (the HTTP response itself still ends cleanly)."""
+        while it runs, and closing the session cancels it (the HTTP response itself still ends cleanly).
+
+        Yields the scope closing cancels (a GET stream cancels it too when the server stops)."""
         with cancel_scope() as scope:
             self._active.add(scope)
             try:
-                yield
+                yield scope
             finally:
                 self._active.discard(scope)
                 self.last_seen = self.clock()

@@ -22,17 +22,16 @@ timeout on streams that would never end by themselves.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 
-import anyio
 from starlette.responses import Response
 
 from ....errors import INTERNAL_ERROR, INVALID_REQUEST
 from ....protocol.jsonrpc import error_message
 from .._wire.responses import json_response
 
-__all__ = ["LongStreams"]
+__all__ = ["LongStreams", "StreamStop"]
 
 
 class LongStreams:
@@ -72,25 +71,25 @@ class LongStreams:
             )
         return None
 
-    @contextmanager
-    def held(self, client: str, end: Callable[[], None] | None = None) -> Iterator[anyio.Event]:
-        """Count one stream of `client` while the block runs; yields the event set when it must end.
+    def held(self, client: str, end: Callable[[], None] | None = None) -> StreamStop:
+        """Count one stream of `client` while the `with` block runs; it yields the stream's `StreamStop`.
 
         `end`, when given, is called instead at shutdown (a listen stream is
         ended by the server's `Notifications`, which answers its request).
         """
-        token, stopped = object(), anyio.Event()
-        self._enders[token] = end or stopped.set
-        self._by_client[client] = self._by_client.get(client, 0) + 1
-        try:
-            yield stopped
-        finally:
-            del self._enders[token]
-            left = self._by_client[client] - 1
-            if left:
-                self._by_client[client] = left
-            else:
-                del self._by_client[client]
+        return StreamStop(self, client, end)
+
+    def _count(self, stop: StreamStop) -> None:
+        self._enders[stop] = stop.end or stop.set
+        self._by_client[stop.client] = self._by_client.get(stop.client, 0) + 1
+
+    def _uncount(self, stop: StreamStop) -> None:
+        del self._enders[stop]
+        left = self._by_client[stop.client] - 1
+        if left:
+            self._by_client[stop.client] = left
+        else:
+            del self._by_client[stop.client]
 
     def stop(self) -> None:
         """End every stream now and refuse new ones (the ASGI server is shutting down); once is enough."""
@@ -100,6 +99,50 @@ class LongStreams:
         enders = list(dict.fromkeys(self._enders.values()))  # one call each: listen streams share theirs
         for end in enders:
             end()
+
+
+class StreamStop:
+    """One counted stream (a context manager) and the server's word that it must end (shutdown).
+
+    No event is made for it: the stream's task hands `on_set` the one thing
+    to do then (cancel its wait), so an idle stream holds a few slots here.
+    """
+
+    __slots__ = ("_streams", "client", "end", "is_stopped", "then")
+
+    def __init__(self, streams: LongStreams, client: str, end: Callable[[], None] | None) -> None:
+        self._streams = streams
+        self.client = client
+        self.end = end
+        self.is_stopped = False
+        self.then: Callable[[], object] | None = None
+
+    def __enter__(self) -> StreamStop:
+        self._streams._count(self)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._streams._uncount(self)
+        self.then = None
+
+    def is_set(self) -> bool:
+        return self.is_stopped
+
+    def set(self) -> None:
+        """The stream must end now: what `on_set` was given is called (once)."""
+        self.is_stopped = True
+        then, self.then = self.then, None
+        if then is not None:
+            then()
+
+    def on_set(self, then: Callable[[], object] | None) -> None:
+        """Call `then` when the stream must end (at once if it already must); None: nothing any more."""
+        if then is not None and self.is_stopped:
+            then()
+            return
+        self.then = then
 
 
 def _refused(status: int, code: int, message: str, retry_after: str, request_id: object) -> Response:

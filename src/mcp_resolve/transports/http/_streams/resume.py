@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .._exchange.exchange import Exchange
     from .._exchange.sessions import Session
     from ..options import HttpOptions
+    from .caps import StreamStop
 
 __all__ = ["RESUMABLE_FROM", "Recorder", "fail_questions", "get_stream", "make_resumable", "resume"]
 
@@ -136,7 +137,7 @@ async def get_stream(
     scope: Scope,
     receive: Receive,
     send: Send,
-    stopping: anyio.Event | None = None,
+    stopping: StreamStop | None = None,
 ) -> None:
     """A session's GET stream (_streams.standalone): recorded when the server keeps events, resumed from `Last-Event-ID`.
 
@@ -169,7 +170,7 @@ async def resume(
     send: Send,
     ping_interval: float,
     standalone: Callable[[str, bytes], Awaitable[None]],
-    stopping: anyio.Event | None = None,
+    stopping: StreamStop | None = None,
 ) -> None:
     """Answer a GET with `Last-Event-ID`: replay that stream after the event, then follow it or go on as the GET stream.
 
@@ -210,18 +211,15 @@ async def resume(
 
         group.start_soon(watch)
         if stopping is not None:
-            group.start_soon(_cancel_when, stopping, group.cancel_scope)
+            stopping.on_set(group.cancel_scope.cancel)
         await _follow(store, session.id, last_event_id, request_id, send, ping_interval)
         group.cancel_scope.cancel()
+    if stopping is not None:
+        stopping.on_set(None)
     try:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass
-
-
-async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
 
 
 async def _follow(
