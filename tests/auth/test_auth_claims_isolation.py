@@ -12,6 +12,7 @@ Real HTTP on loopback, a real issuer, both eras.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -182,6 +183,17 @@ def test_a_request_copy_shares_nothing_mutable_and_keeps_everything_else() -> No
     assert claims["tag"].names == ["a"]
     bare = AccessToken(token="t", client_id="c")
     assert request_copy(bare) is bare  # nothing mutable in it: no copy needed
+
+
+def test_a_claim_that_cannot_be_copied_is_shared_not_a_refusal() -> None:
+    """A verifier may put its own handle in the claims (a lock, a client): copying it fails, so the
+    request gets the verifier's object as given, and the token is not refused (nor a 500)."""
+    lock = threading.Lock()
+    token = AccessToken(token="t", client_id="c", claims={"sub": "alice", "session": lock, "aud": ["x"]})
+    copied = request_copy(token)
+    assert copied.claims is not None and copied.claims["session"] is lock
+    copied.claims["aud"].append("y")
+    assert token.claims is not None and token.claims["aud"] == ["x"]
 
 
 @pytest.mark.slow

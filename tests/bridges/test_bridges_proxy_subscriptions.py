@@ -213,3 +213,34 @@ async def test_two_callers_on_one_uri_each_hear_each_update_once_on_both_eras() 
         await settled(4)
         assert [heard[name].uris.count(URI) for name in ("alice", "bob", "dana")] == [1, 2, 2]
         tg.cancel_scope.cancel()
+
+
+async def test_a_caller_whose_upstream_subscription_was_lost_does_not_silence_the_others() -> None:
+    """The target forgets alice's subscription to the board (it restarted its state, say) while her
+    upstream session stays open: bob's upstream session still holds it, and his reports reach him.
+    Nothing may hinge on one caller's session staying subscribed (it would silence every other)."""
+    board = target()
+    heard = {name: Heard() for name in ("alice", "bob")}
+    async with (
+        proxied(board) as url,
+        Client(url, mode="legacy", notification_handler=heard["alice"]) as alice,
+        Client(url, mode="legacy", notification_handler=heard["bob"]) as bob,
+    ):
+        await alice.request("resources/subscribe", {"uri": URI})
+        await alice.request("resources/subscribe", {"uri": "memo://alice"})
+        await bob.request("resources/subscribe", {"uri": URI})
+        assert await board.notify_resource_updated(URI) == 2
+        await _hears(heard["bob"], URI)
+
+        (alices,) = [
+            c for c in board.connections if c.handshake and "memo://alice" in c.handshake.subscriptions
+        ]
+        alices.handshake.subscriptions.discard(
+            URI
+        )  # the target no longer reports the board to alice's session
+        await anyio.sleep(0.6)  # past the window in which a report is taken for a copy of the last change
+        assert await board.notify_resource_updated(URI) == 1  # bob's session alone reports it
+        with anyio.fail_after(10):
+            while heard["bob"].uris.count(URI) < 2:
+                await heard["bob"].changed.wait()
+        assert heard["alice"].uris.count(URI) == 2  # alice still subscribes at the front: she hears it too

@@ -92,7 +92,7 @@ _IMMUTABLE = frozenset({str, int, float, bool, type(None)})
 
 def _own(value: Any) -> Any:
     """A copy of a claim sharing nothing mutable with `value`: JSON's dicts and lists copied, its
-    scalars kept, anything else a verifier put there deep-copied."""
+    scalars kept, anything else a verifier put there deep-copied where it can be (else shared)."""
     kind = type(value)
     if kind is dict:
         copied = value.copy()  # then only the values that are containers: most claims are strings and numbers
@@ -104,7 +104,14 @@ def _own(value: Any) -> Any:
         return [item if type(item) in _IMMUTABLE else _own(item) for item in value]
     if kind in _IMMUTABLE:
         return value
-    return copy.deepcopy(value)
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        raise
+    except (
+        Exception
+    ):  # a lock, a client handle: the verifier's own object, which cannot be copied, shared as given
+        return value
 
 
 def request_copy(token: AccessToken, **update: Any) -> AccessToken:

@@ -14,8 +14,11 @@ each subscribing caller holds one upstream session of its own for them, kept
 open while it holds any (at most `max_subscriptions` URIs); the target's
 `notifications/resources/updated` on it is published through the front's
 `notify_resource_updated`, so only sessions and listen streams that asked for
-that URI hear it, once: of several callers' sessions holding one URI, only
-the first one's reports are published (`_relay_of`).
+that URI hear it, once: several callers' sessions holding one URI each report
+one change, and a report from another session within `_SAME_CHANGE_S` of the
+last one published is taken as the same change (`_first_report`). Nothing
+depends on one chosen session staying subscribed: when any session goes
+quiet (unsubscribed, ended at the target), the others' reports still pass.
 
 A question the target asks mid-call (elicitation, sampling, roots) goes to
 our caller on the caller's era: mid-call on the handshake era, as an
@@ -135,6 +138,8 @@ class Proxy:
         self._subscribed: dict[str, tuple[Lane, set[str]]] = {}
         """Each subscribing caller's upstream session for its subscriptions, and the URIs it holds there."""
         self._subscribing = anyio.Lock()
+        self._last_report: dict[str, tuple[Lane, float]] = {}
+        """Per URI, the session whose report was last published and when (entries older than the window go)."""
 
     # -- lifecycle -----------------------------------------------------------------------
     @asynccontextmanager
@@ -343,9 +348,12 @@ class Proxy:
                     lane = await self.pool.lease(_SUBSCRIBER + caller, deadline)  # kept leased while in use
                 except UpstreamError as exc:
                     raise MCPError(INTERNAL_ERROR, str(exc)) from None
-                self._subscribed[caller] = (lane, uris)
+                renewed: set[str] = set()  # a URI counts as held once the target accepted it again
+                self._subscribed[caller] = (lane, renewed)
                 for held in list(uris):
                     await self._subscription_request(lane, "resources/subscribe", held)
+                    renewed.add(held)
+                uris = renewed
             await self._subscription_request(lane, "resources/subscribe", uri)
             uris.add(uri)
         return {}
@@ -370,6 +378,8 @@ class Proxy:
             if lane is None or uri not in uris:
                 return {}
             uris.discard(uri)
+            if self._last_report.get(uri, (None, 0.0))[0] is lane:
+                del self._last_report[uri]  # the others' next report is a new change, not this one's echo
             try:
                 if not lane.dead:
                     await self._subscription_request(lane, "resources/unsubscribe", uri)
@@ -408,23 +418,34 @@ class Proxy:
         uri = params.get("uri")
         if method != "notifications/resources/updated" or not isinstance(uri, str):
             return
-        if self._relay_of(uri) is lane:
+        if self._first_report(uri, lane):
             await self.server.notify_resource_updated(uri)
 
-    def _relay_of(self, uri: str) -> Lane | None:
-        """The one subscription session whose reports of `uri` are published: the first caller's still open.
+    def _first_report(self, uri: str, lane: Lane) -> bool:
+        """Whether this report of `uri` is a change not yet published, rather than another session's copy.
 
         Every caller subscribed to `uri` holds it on a session of its own, so the
-        target reports one change on each of them, while the front publishes by
-        URI to every session and listen stream that asked for it: publishing
-        each report would repeat the change to every subscriber once per caller.
-        The others' sessions keep their subscription, so when this caller
-        unsubscribes or its session ends the next one's reports are published.
+        target reports one change on each of them within moments, while the front
+        publishes by URI to every session and listen stream that asked for it:
+        publishing each report would repeat the change once per caller. A report
+        is a copy when another open session's report of the URI was published
+        less than `_SAME_CHANGE_S` ago; a session's own reports always pass (a
+        second change it sees is a new one), and so does any report once the
+        last publisher is closed or the window has passed. A copy dropped costs
+        nothing: `resources/updated` only says "read it again", and the
+        subscriber was just told so.
         """
-        for lane, uris in self._subscribed.values():
-            if uri in uris and not lane.dead:
-                return lane
-        return None
+        now = anyio.current_time()
+        last = self._last_report.get(uri)
+        if last is not None and last[0] is not lane and not last[0].dead and now - last[1] < _SAME_CHANGE_S:
+            return False
+        if len(self._last_report) >= _LAST_REPORTS:  # bounded: entries past the window decide nothing
+            for stale in [key for key, (_, at) in self._last_report.items() if now - at >= _SAME_CHANGE_S]:
+                del self._last_report[stale]
+            if len(self._last_report) >= _LAST_REPORTS:
+                self._last_report.clear()
+        self._last_report[uri] = (lane, now)
+        return True
 
     # -- requests ------------------------------------------------------------------------
     async def _call_tool(self, name: str, arguments: dict[str, Any], context: Context) -> dict[str, Any]:
@@ -551,6 +572,8 @@ class Proxy:
 _DISCOVERY = "proxy discovery"
 _SUBSCRIBER = "subscriptions of "
 """The caller key of a caller's subscription session: apart from its request sessions."""
+_SAME_CHANGE_S = 0.5  # copies of one change arrive on the callers' sessions within milliseconds of each other
+_LAST_REPORTS = 4096  # URIs remembered at once for telling a copy from a change
 
 
 def _subscription_sessions(limits: ProxyLimits) -> int:
