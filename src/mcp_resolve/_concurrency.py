@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 import weakref
 from collections import deque
@@ -154,6 +155,8 @@ class Wakeup:
             waiter.set()
 
 
+logger = logging.getLogger("mcp_resolve.concurrency")
+
 TICK = 1.0
 """Seconds the keep-alive `Ticker` rounds its wake-ups up to: streams due within one tick share it."""
 
@@ -169,10 +172,11 @@ class Ticker:
     task, never await) and is called once; `remove` takes it back.
     """
 
-    __slots__ = ("_buckets", "_loop", "_timer", "_timer_at")
+    __slots__ = ("_buckets", "_loop_ref", "_timer", "_timer_at")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        # Weakly: the loop keys this ticker in `_TICKERS`, and a strong reference would keep it forever.
+        self._loop_ref = weakref.ref(loop)
         self._buckets: dict[int, dict[Callable[[], object], None]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0
@@ -186,8 +190,9 @@ class Ticker:
         A time less than `4 * TICK` away gets a timer of its own, on time (short
         keep-alive intervals, a ping due soon after a write).
         """
-        if when - self._loop.time() < 4 * TICK:
-            return self._loop.call_at(when, callback)
+        loop = self._loop()
+        if when - loop.time() < 4 * TICK:
+            return loop.call_at(when, callback)
         key = math.ceil(when / TICK)
         bucket = self._buckets.get(key)
         if bucket is None:
@@ -198,7 +203,7 @@ class Ticker:
         return key
 
     def remove(self, key: int | asyncio.TimerHandle, callback: Callable[[], object]) -> None:
-        if isinstance(key, asyncio.TimerHandle):
+        if not isinstance(key, int):  # a timer of its own (uvloop's handles are not asyncio.TimerHandle)
             key.cancel()
             return
         bucket = self._buckets.get(key)
@@ -214,14 +219,23 @@ class Ticker:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = key
-        self._timer = self._loop.call_at(key * TICK, self._fire)
+        self._timer = self._loop().call_at(key * TICK, self._fire)
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop_ref()
+        if loop is None:  # only a loop still running calls here
+            raise RuntimeError("the event loop of this Ticker is gone")
+        return loop
 
     def _fire(self) -> None:
         self._timer = None
-        now = math.floor(self._loop.time() / TICK + 0.01)  # a timer may fire a hair early
+        now = math.floor(self._loop().time() / TICK + 0.01)  # a timer may fire a hair early
         for key in sorted(k for k in self._buckets if k <= now):
             for callback in self._buckets.pop(key):
-                callback()
+                try:
+                    callback()
+                except Exception as exc:  # one stream's failure must not end every other stream's keep-alive
+                    logger.error("a keep-alive callback failed (%s)", type(exc).__name__)
         if self._buckets:  # the callbacks may have armed the timer for a later tick than the next one
             first = min(self._buckets)
             if self._timer is None or first < self._timer_at:

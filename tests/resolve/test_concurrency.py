@@ -1,6 +1,7 @@
 """The two task sets the resolver engine runs concurrent resolvers on: plain asyncio tasks, anyio's task group."""
 
 import asyncio
+from functools import partial
 from typing import Any
 
 import anyio
@@ -141,7 +142,8 @@ async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() ->
             scheduled.append((when, handle, callback))
             return handle
 
-    ticker = Ticker(Loop())  # type: ignore[arg-type]
+    fake = Loop()  # held here: a ticker keeps its loop only weakly
+    ticker = Ticker(fake)  # type: ignore[arg-type]
     called: list[int] = []
     callbacks = [lambda i=i: called.append(i) for i in range(100)]
     keys = [ticker.add(clock[0] + 15 + i / 1000, callback) for i, callback in enumerate(callbacks)]
@@ -180,3 +182,38 @@ async def test_a_wakeup_wakes_its_one_waiter_and_forgets_a_set_before_the_wait()
         with anyio.fail_after(DEADLINE):
             while not woken:
                 await anyio.sleep(0.001)
+
+
+def test_a_removed_timer_of_its_own_never_fires_on_uvloop_either() -> None:
+    """A keep-alive due within 4 ticks gets a loop timer of its own; uvloop's handles are not
+    asyncio.TimerHandle, and `remove` must still cancel them (else a stopped stream pings forever)."""
+    import uvloop
+
+    from mcp_resolve._concurrency import ticker
+
+    for loop in (asyncio.new_event_loop(), uvloop.new_event_loop()):
+        fired: list[str] = []
+        try:
+            keys = ticker(loop)
+            key = keys.add(loop.time() + 0.05, partial(fired.append, "removed"))
+            keys.add(loop.time() + 0.05, partial(fired.append, "kept"))
+            keys.remove(key, lambda: None)
+            loop.run_until_complete(asyncio.sleep(0.2))
+        finally:
+            loop.close()
+        assert fired == ["kept"], type(loop)
+
+
+def test_a_ticker_does_not_keep_its_event_loop_alive() -> None:
+    import gc
+    import weakref
+
+    from mcp_resolve._concurrency import ticker
+
+    loop = asyncio.new_event_loop()
+    ticker(loop)
+    gone = weakref.ref(loop)
+    loop.close()
+    del loop
+    gc.collect()
+    assert gone() is None

@@ -377,10 +377,17 @@ class Exchange:
             self.gone = True
 
     async def _ping(self) -> None:
+        if self._answered or self.gone:
+            return
         if self._mode is _UNDECIDED:
             await self._open_stream(None)
         elif self._mode is _STREAM:
-            await self._stream(_PING)
+            assert self._lock is not None
+            async with self._lock:
+                # Checked again under the lock: the answer may have ended the response while this waited.
+                if not (self._answered or self.gone):
+                    await self._write({"type": "http.response.body", "body": _PING, "more_body": True})
+                    self._quiet_since = anyio.current_time()
 
     async def _finish(self) -> None:
         """End the response once the work is done: the stream's last chunk, or a 202 if nothing was sent."""
