@@ -154,18 +154,15 @@ class _Listener:
         self.closed = True
         self.wakeup.set()
 
-    async def next(self) -> ServerEvent | None:
-        """The next event to send, or None once closed and drained."""
-        while True:
-            events = self.events
-            if events:
-                event = events.popleft()
-                if not events:
-                    self.events = None  # an idle stream holds no queue
-                return event
-            if self.closed:
-                return None
-            await self.wakeup.wait()
+    def pop(self) -> ServerEvent | None:
+        """The next event to send, or None when none is queued (then: closed, or `wakeup.wait()`)."""
+        events = self.events
+        if not events:
+            return None
+        event = events.popleft()
+        if not events:
+            self.events = None  # an idle stream holds no queue
+        return event
 
 
 def _session_wants(connection: Connection, event: ServerEvent) -> bool:
@@ -263,14 +260,25 @@ class Notifications:
         listener = _Listener(wanted)
         self._streams.add(listener)
         notify = context.request_scope.send_notification
+        # An idle stream keeps only what it needs to send the next event: not the request's params,
+        # nor its Context and the request scope built for it (their questioner, envelope, headers).
+        del params, context
         try:
             acknowledged = {"_meta": meta, "notifications": wanted.honoured(raw_uris)}
             del raw_uris
             await notify("notifications/subscriptions/acknowledged", acknowledged)
-            del acknowledged  # an idle stream keeps only what it needs to send the next event
-            while (event := await listener.next()) is not None:
+            del acknowledged
+            # The wait inline (no coroutine of the listener's own): one frame fewer parked while idle.
+            while True:
+                event = listener.pop()
+                if event is None:
+                    if listener.closed:
+                        break
+                    await listener.wakeup.wait()
+                    continue
                 method, event_params = event_to_wire(event)
                 await notify(method, {**event_params, "_meta": meta})
+                del event, event_params
         finally:
             self._streams.discard(listener)
             listener.close()

@@ -44,6 +44,8 @@ REMOVED_METHODS = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"}
 )
 """Handshake-era methods 2026-07-28 dropped: answered as unknown methods, never served."""
+LONG_LIVED_METHODS = frozenset({"subscriptions/listen"})
+"""Requests that last as long as their stream: while served, `respond` keeps only their id and method."""
 
 
 async def respond(
@@ -83,7 +85,12 @@ async def respond(
             params = await open_state(server, method, params, binding, watch, once)
         serve = _through_middleware if server.middleware else _dispatch
         with once.shield():
-            result = await serve(server, request, params, meta, sink, principal, headers, watch)
+            pending = serve(server, request, params, meta, sink, principal, headers, watch)
+            del meta, headers  # read no more here: a long-lived stream (listen) need not hold them
+            if method in LONG_LIVED_METHODS:  # nor the decoded request: only its id and method are read
+                params = {}
+                request = IncomingRequest(request.id, method, params)
+            result = await pending
         message = _answer(server, request, params, principal, binding, result, watch)
     except KeptAnswer as kept:
         message = kept.message(request.id)

@@ -12,6 +12,7 @@ declared with `scopes=` is checked once the body names the tool.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -104,7 +105,7 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
             message.access_token = token
         return refused
 
-    async def _modern(
+    def _modern(
         self,
         scope: Scope,
         headers: RequestHeaders,
@@ -112,8 +113,8 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
         exchange: Exchange,
         receive: Receive,
         send: Send,
-    ) -> Response | None:
-        return self._attach(scope, message) or await super()._modern(
+    ) -> Response | Awaitable[None]:
+        return self._attach(scope, message) or super()._modern(
             scope, headers, message, exchange, receive, send
         )
 

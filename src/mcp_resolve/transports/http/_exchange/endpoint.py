@@ -12,7 +12,7 @@ as POSTs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -141,26 +141,36 @@ class StreamableHTTPEndpoint:
         self.lifespan = AppLifespan(server, self.sessions.close_all, sweeper, self.streams.stop)
 
     # -- ASGI ------------------------------------------------------------------------------
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The request's handling, returned (not awaited): no frame of this method's stays parked for a
+        long-lived stream's whole life."""
         headers = RequestHeaders(scope["headers"])
         refused = self._screen(headers)
-        if refused is None:
-            if not self.lifespan.running:
-                await self.lifespan.ensure()
-            method = scope["method"]
-            if method == "POST":
-                await self._post(scope, headers, receive, send)
-                return
-            if method in ("GET", "DELETE"):
-                await self._get_or_delete(scope, headers, receive, send)
-                return
-            refused = refusal(
-                405,
-                INVALID_REQUEST,
-                f"Method Not Allowed: {method}",
-                headers={"Allow": "GET, POST, DELETE"},
-            )
-        await refused(scope, receive, send)
+        if refused is not None:
+            return refused(scope, receive, send)
+        if not self.lifespan.running:
+            return self._serve_once_running(scope, headers, receive, send)
+        return self._serve(scope, headers, receive, send)
+
+    async def _serve_once_running(
+        self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send
+    ) -> None:
+        await self.lifespan.ensure()
+        await self._serve(scope, headers, receive, send)
+
+    def _serve(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> Awaitable[None]:
+        method = scope["method"]
+        if method == "POST":
+            return self._post(scope, headers, receive, send)
+        if method in ("GET", "DELETE"):
+            return self._get_or_delete(scope, headers, receive, send)
+        refused = refusal(
+            405,
+            INVALID_REQUEST,
+            f"Method Not Allowed: {method}",
+            headers={"Allow": "GET, POST, DELETE"},
+        )
+        return refused(scope, receive, send)
 
     def _screen(self, headers: RequestHeaders) -> Response | None:
         """DNS-rebinding protection: the Host, and the Origin when a browser sends one."""
@@ -194,35 +204,45 @@ class StreamableHTTPEndpoint:
 
     # -- POST ------------------------------------------------------------------------------
     async def _post(self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send) -> None:
+        # What stays parked for a long-lived stream's whole life is this small frame, not the reading's.
+        outcome = await self._read_post(scope, headers, receive, send)
+        del headers
+        if outcome is not None:
+            await outcome
+
+    async def _read_post(
+        self, scope: Scope, headers: RequestHeaders, receive: Receive, send: Send
+    ) -> Awaitable[None] | None:
+        """Read and serve one POST: None once served, or (2026-07-28) what serves it, not yet awaited."""
         raw = headers.raw
         json_body, json_ok, sse_ok = post_media(raw.get(b"content-type"), raw.get(b"accept"))
         if not json_body:
             await refusal(
                 415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message as application/json"
             )(scope, receive, send)
-            return
+            return None
         if not (json_ok or sse_ok):
             await refusal(
                 406,
                 INVALID_REQUEST,
                 "Not Acceptable: Accept must list application/json and text/event-stream",
             )(scope, receive, send)
-            return
+            return None
         try:
             body = await read_body(receive, self.options.max_body_bytes, raw.get(b"content-length"))
         except ClientGone:
-            return
+            return None
         if body is None:
             limit = self.options.max_body_bytes
             await refusal(413, INVALID_REQUEST, f"Payload Too Large: the limit is {limit} bytes")(
                 scope, receive, send
             )
-            return
+            return None
         try:
             message = decode(body)
         except MalformedMessage as exc:
             await json_response(400, exc.answer())(scope, receive, send)
-            return
+            return None
         del body  # decoded: a long-lived stream need not hold the bytes too
         version = headers.value(_VERSION)
         session_id = headers.value(_SESSION)
@@ -236,15 +256,16 @@ class StreamableHTTPEndpoint:
         else:
             exchange = Exchange(json_ok, sse_ok, self.options.sse_ping_interval, False)
         if modern:
-            response = await self._modern(scope, headers, message, exchange, receive, send)
-        else:
-            response = await self._handshake(
-                scope, headers, message, session_id, version, exchange, receive, send
-            )
+            outcome = self._modern(scope, headers, message, exchange, receive, send)
+            return outcome(scope, receive, send) if isinstance(outcome, Response) else outcome
+        response = await self._handshake(
+            scope, headers, message, session_id, version, exchange, receive, send
+        )
         if response is not None:
             await response(scope, receive, send)
+        return None
 
-    async def _modern(
+    def _modern(
         self,
         scope: Scope,
         headers: RequestHeaders,
@@ -252,7 +273,9 @@ class StreamableHTTPEndpoint:
         exchange: Exchange,
         receive: Receive,
         send: Send,
-    ) -> Response | None:
+    ) -> Response | Awaitable[None]:
+        """A refusal, or the exchange that answers the request (not yet awaited: no frame of this method's
+        stays parked for a `subscriptions/listen` stream's whole life)."""
         if isinstance(message, IncomingNotification):
             return Response(status_code=202)  # 2026-07-28 defines none on HTTP; accepted and dropped
         if isinstance(message, IncomingResponse):
@@ -275,13 +298,9 @@ class StreamableHTTPEndpoint:
             refused = self.streams.refusal(client, message.id)
             if refused is not None:
                 return refused
-            with self.streams.held(client, self.server.notifications.end_streams):
-                answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
-                await exchange.run(answer, receive, send)
-            return None
+            exchange.held = self.streams.held(client, self.server.notifications.end_streams)
         answer = modern.respond(self.server, message, meta, exchange.sink, principal, headers)
-        await exchange.run(answer, receive, send)
-        return None
+        return exchange.run(answer, receive, send)
 
     async def _handshake(
         self,

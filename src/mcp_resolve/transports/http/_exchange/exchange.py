@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any
 
 import anyio
@@ -103,6 +103,10 @@ class Exchange:
     _wakeup: asyncio.Handle | None = None  # the first pause's callback, then the guard's timer'
     _receive: Receive
     _scope: anyio.CancelScope | None = None
+    asked: Sequence[Any] = ()
+    """The ids of the questions this exchange sent the client."""
+    held: AbstractContextManager[Any] | None = None
+    """Entered for as long as `run` runs: a long-lived stream's count in its per-client cap (None: none)."""
 
     def __init__(
         self,
@@ -118,7 +122,6 @@ class Exchange:
         self.cancel_on_disconnect = cancel_on_disconnect
         self.status_of = status_of
         """The HTTP status of a JSON answer (None: 200)."""
-        self.asked: list[Any] = []
 
     async def sink(self, message: dict[str, Any]) -> None:
         """Where the request's connection sends everything meant for this client."""
@@ -130,7 +133,7 @@ class Exchange:
                 )
             if self.gone:
                 raise MCPError(INTERNAL_ERROR, "the client disconnected before the server could ask it")
-            self.asked.append(message["id"])
+            self.asked = [*self.asked, message["id"]]  # rare: no list until a first question
         elif "method" in message and not self.sse_ok:
             return  # a JSON-only client has no channel for notifications
         if self.gone:
@@ -155,49 +158,50 @@ class Exchange:
         Whatever the work sends before its answer goes through `sink`; the answer
         is None when the work sent its own (or, cancelled, has none).
         """
-        self._send = send
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # another event loop (trio): a task group carries the guard
-            loop = None
-        if loop is None or PLAIN_EXCHANGE:
-            await self._run_in_task_group(answer, receive)
-            return
-        # On asyncio the guard is a plain task, started only once the work has been paused for
-        # GUARD_DELAY: a guard can do nothing while the work runs, a plain JSON answer usually never
-        # pauses, and most calls that do pause answer well within that time. Such calls thus pay
-        # for a timer, not for a task, a pending receive() and a cancel scope with a deadline.
-        # anyio's task group and task handle would cost more per request than everything else this
-        # module does for a JSON answer.
-        self._receive = receive
-        # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
-        with asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
-            self._scope = scope
-            self._wakeup = loop.call_soon(self._first_pause, loop)
+        with self.held or _NO_SCOPE:  # counted for as long as the exchange runs (a long-lived stream)
+            self._send = send
             try:
-                message = await answer
-                if message is not None:
-                    await self.sink(message)
-                await self._finish()
-                guard = self._guard_task
-                if guard is not None and not guard.done():
-                    # The server wakes the guard's pending receive() once the response is complete:
-                    # this is its turn to see that and end.
-                    await asyncio.sleep(0)
-            finally:
-                if self._wakeup is not None:
-                    self._wakeup.cancel()
-                self._no_pings(loop)
-                guard = self._guard_task
-                pinger = self._pinger
-                for task in (guard, pinger):
-                    if task is not None and not task.done():
-                        task.cancel()
-                        with anyio.CancelScope(shield=True):
-                            await asyncio.wait((task,))
-        for task in (guard, pinger):
-            if task is not None and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # another event loop (trio): a task group carries the guard
+                loop = None
+            if loop is None or PLAIN_EXCHANGE:
+                await self._run_in_task_group(answer, receive)
+                return
+            # On asyncio the guard is a plain task, started only once the work has been paused for
+            # GUARD_DELAY: a guard can do nothing while the work runs, a plain JSON answer usually never
+            # pauses, and most calls that do pause answer well within that time. Such calls thus pay
+            # for a timer, not for a task, a pending receive() and a cancel scope with a deadline.
+            # anyio's task group and task handle would cost more per request than everything else this
+            # module does for a JSON answer.
+            self._receive = receive
+            # Only a 2026-07-28 exchange is ever cancelled (by the guard, when the client leaves).
+            with asyncio_cancel_scope()() if self.cancel_on_disconnect else _NO_SCOPE as scope:
+                self._scope = scope
+                self._wakeup = loop.call_soon(self._first_pause, loop)
+                try:
+                    message = await answer
+                    if message is not None:
+                        await self.sink(message)
+                    await self._finish()
+                    guard = self._guard_task
+                    if guard is not None and not guard.done():
+                        # The server wakes the guard's pending receive() once the response is complete:
+                        # this is its turn to see that and end.
+                        await asyncio.sleep(0)
+                finally:
+                    if self._wakeup is not None:
+                        self._wakeup.cancel()
+                    self._no_pings(loop)
+                    guard = self._guard_task
+                    pinger = self._pinger
+                    for task in (guard, pinger):
+                        if task is not None and not task.done():
+                            task.cancel()
+                            with anyio.CancelScope(shield=True):
+                                await asyncio.wait((task,))
+            for task in (guard, pinger):
+                if task is not None and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
 
     def _first_pause(self, loop: asyncio.AbstractEventLoop) -> None:
         if not self._answered:
@@ -295,7 +299,7 @@ class Exchange:
             return
         self.gone = True
         if self.on_disconnect is not None:
-            self.on_disconnect(self.asked)
+            self.on_disconnect(list(self.asked))
         if self.cancel_on_disconnect and scope is not None:
             scope.cancel()
 
