@@ -20,6 +20,7 @@ from auth_helpers import TestIssuer, forged_tokens, issuer_served
 from http_helpers import free_port
 from mcp_resolve import MCPServer
 from mcp_resolve.auth import AccessToken, AuthSettings, JWTVerifier
+from mcp_resolve.auth.jwks import JWKSKeys, KeyUnavailable
 
 pytestmark = pytest.mark.anyio
 
@@ -251,3 +252,26 @@ async def test_a_cached_token_is_refused_after_its_key_is_retired(issuer: TestIs
 def test_token_cache_bounds_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="token_cache_size"):
         JWTVerifier(public_key=RSAKey.generate_key(2048).as_pem(private=False), token_cache_size=-1)
+
+
+@pytest.mark.slow
+async def test_the_key_memo_holds_only_keys_found_and_empties_with_a_new_key_set(issuer: TestIssuer) -> None:
+    """Each cached token asks for its key on every request; the answer is remembered per (kid, alg) only
+    while the key set it came from is the current one, and a made-up kid adds nothing to remember."""
+    verifier = verifier_for(issuer, jwks_cache_ttl_s=0.3)
+    keys = verifier.keys
+    assert isinstance(keys, JWKSKeys)
+    token = issuer.mint(AUDIENCE, kid="rsa-1")
+    for index in range(20):  # the first fetches the set, another unknown kid may fetch it again
+        with pytest.raises(KeyUnavailable):
+            await keys.key_for(f"made-up-{index}", "RS256")
+    assert await verifier.verify_token(token) is not None
+    assert await verifier.verify_token(token) is not None
+    for index in range(20):
+        with pytest.raises(KeyUnavailable):
+            await keys.key_for(f"made-up-{index}", "RS256")
+    assert list(keys._picked) == [("rsa-1", "RS256")]
+    issuer.published = ["ec-1"]  # rsa-1 retired
+    await anyio.sleep(0.4)  # past the TTL: the next request fetches the set again
+    assert await verifier.verify_token(token) is None
+    assert ("rsa-1", "RS256") not in keys._picked

@@ -129,6 +129,7 @@ class JWKSKeys:
         self.http_client = http_client
         self.clock = clock
         self._keys: list[Key] = []
+        self._picked: dict[tuple[str | None, str], Key] = {}  # _pick's answers for _keys (see key_for)
         self._fetched_at: float | None = None
         self._last_refetch: float | None = None  # of a fetch an unknown kid asked for
         self._failed_at: float | None = None
@@ -140,7 +141,9 @@ class JWKSKeys:
 
     async def key_for(self, kid: str | None, alg: str) -> Key:
         if self._fresh():
-            key = _pick(self._keys, kid, alg)
+            key = self._picked.get((kid, alg))
+            if key is None:
+                key = self._pick(kid, alg)
             if key is not None:
                 return key  # a known key never waits for a fetch, however slow one is
         if self._inflight is not None:
@@ -150,12 +153,24 @@ class JWKSKeys:
             raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
         else:
             await self._fetch(refetch=self._fresh())
-        key = _pick(self._keys, kid, alg) if self._fresh() else None
+        key = self._pick(kid, alg) if self._fresh() else None
         if key is not None:
             return key
         if self._failed_at is not None or not self._fresh():
             raise KeyUnavailable(f"JWKS unavailable: no key from {self.uri} for kid {kid!r}")
         raise KeyUnavailable(f"no key in {self.uri} fits kid {kid!r} and alg {alg}")
+
+    def _pick(self, kid: str | None, alg: str) -> Key | None:
+        """`_pick` over the current keys, each key found remembered until the set is replaced.
+
+        Every cached token asks for its key again on every request (so a key rotated out, or a
+        JWKS past its TTL, stops it); the answer for one (kid, alg) only changes with the set.
+        Only keys found are kept, at most a few per key in the set, so a token's made-up kid adds nothing.
+        """
+        key = _pick(self._keys, kid, alg)
+        if key is not None and len(self._picked) < 4 * len(self._keys) + 4:
+            self._picked[(kid, alg)] = key
+        return key
 
     def _may_refetch(self) -> bool:
         last = self._last_refetch
@@ -180,6 +195,7 @@ class JWKSKeys:
             )
             keys = _parse_jwks(document)
             self._keys, self._fetched_at, self._failed_at = keys, self.clock(), None
+            self._picked = {}
         except (Unreachable, ValueError) as exc:
             self._failed_at = self.clock()
             logger.error("JWKS unavailable, refusing tokens it would have to check: %s", exc)

@@ -344,6 +344,10 @@ def expand_scopes(granted: Iterable[str], hierarchy: Mapping[str, Sequence[str]]
     return tuple(result)
 
 
+_COMPACT_JSON = json.JSONEncoder(separators=(",", ":"))
+"""`json.dumps(..., separators=(",", ":"))` without building an encoder on each call."""
+
+
 def principal_of(token: AccessToken) -> str:
     """Who a token stands for, as one string: issuer, subject and client, unambiguously joined.
 
@@ -352,7 +356,7 @@ def principal_of(token: AccessToken) -> str:
     between issuers (a `sub` is unique only within its issuer) and between
     clients acting for the same user.
     """
-    return json.dumps([token.issuer, token.subject, token.client_id], separators=(",", ":"))
+    return _COMPACT_JSON.encode([token.issuer, token.subject, token.client_id])
 
 
 DEFAULT_LEEWAY_S = 30
@@ -384,10 +388,10 @@ def lifetime_refusal(
     token's favour. A claim that is present but not a number refuses the token.
     """
     now = time.time() if now is None else now
-    for name in ("exp", "nbf", "iat"):
-        if name in claims and claims[name] is not None and not _numeric_date(claims[name]):
-            return f"malformed {name}"
     exp, nbf, iat = claims.get("exp"), claims.get("nbf"), claims.get("iat")
+    for name, value in (("exp", exp), ("nbf", nbf), ("iat", iat)):  # checked on every request: ints go first
+        if value is not None and type(value) is not int and not _numeric_date(value):
+            return f"malformed {name}"
     if exp is None:
         if require_exp:
             return "no expiry (exp)"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,18 @@ _BEARER = re.compile(rb"[Bb][Ee][Aa][Rr][Ee][Rr] +([A-Za-z0-9\-._~+/]+=*) *")
 """RFC 6750 §2.1: the scheme (any case), then one b64token."""
 _DPOP = re.compile(rb"[Dd][Pp][Oo][Pp] +([A-Za-z0-9\-._~+/]+=*) *")
 """RFC 9449 §7.1: the same, with the DPoP scheme."""
+MEMO_ENTRIES = 256
+"""Entries kept at most by each of a bearer check's memos (resource matches, principals); the oldest goes first."""
+MEMO_KEY_CHARS = 1024
+"""A memo key longer than this (a token's resource, or its issuer, subject and client together) is not kept:
+its answer is computed afresh each time, so the memos hold at most ~256 KiB of keys each."""
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    """Keep `value` under `key`, the oldest entry going once `memo` holds MEMO_ENTRIES."""
+    if len(memo) >= MEMO_ENTRIES:
+        del memo[next(iter(memo))]
+    memo[key] = value
 
 
 @dataclass(frozen=True)
@@ -83,9 +96,9 @@ class AuthenticatedUser(BaseUser):
     to (issuer, subject and client together, see `principal_of`).
     """
 
-    def __init__(self, access_token: AccessToken) -> None:
+    def __init__(self, access_token: AccessToken, identity: str | None = None) -> None:
         self.access_token = access_token
-        self._identity = principal_of(access_token)
+        self._identity = principal_of(access_token) if identity is None else identity
 
     @property
     def is_authenticated(self) -> bool:
@@ -130,6 +143,11 @@ class BearerCheck:
             self._leeway_s = check_leeway(getattr(verifier, "leeway_s", DEFAULT_LEEWAY_S))
         except ValueError:
             self._leeway_s = DEFAULT_LEEWAY_S
+        # The server's URL is fixed, so whether a token's resource names it is too: each resource a
+        # verified token named is matched once (RFC 8707 normalisation of both sides is most of the
+        # bearer check otherwise), and each caller's principal encoded once. Both bounded (count, key length).
+        self._resource_matches: dict[tuple[str, str], bool] = {}
+        self._principals: dict[tuple[str | None, str | None, str], str] = {}
 
     # -- challenges ----------------------------------------------------------------------
     def challenge(
@@ -288,7 +306,10 @@ class BearerCheck:
                     "token_verifier returned a %s, not an AccessToken; refusing", type(result).__name__
                 )
                 return None
-        if lifetime_refusal({"exp": result.expires_at}, self._leeway_s) is not None:
+        exp = result.expires_at  # re-checked on every request, cached token or not
+        if (exp is not None and (type(exp) is not int or time.time() >= exp + self._leeway_s)) and (
+            lifetime_refusal({"exp": exp}, self._leeway_s) is not None
+        ):
             logger.info("refused an access token: the verifier accepted it but it has expired")
             return None
         if not self._resource_ok(result):
@@ -311,10 +332,30 @@ class BearerCheck:
                 )
                 return False
             return True
-        if not same_resource(token.resource, mine):
+        if not self._same_resource(token.resource, mine):
             logger.info("refused an access token issued for another resource")
             return False
         return True
+
+    def _same_resource(self, theirs: str, mine: str) -> bool:
+        """`same_resource(theirs, mine)`, remembered (`mine` is the one configured URL, so a pair per resource)."""
+        key = (theirs, mine)
+        matches = self._resource_matches.get(key)
+        if matches is None:
+            matches = same_resource(theirs, mine)
+            if len(theirs) + len(mine) <= MEMO_KEY_CHARS:
+                _remember(self._resource_matches, key, matches)
+        return matches
+
+    def identity(self, token: AccessToken) -> str:
+        """`principal_of(token)`, remembered per (issuer, subject, client)."""
+        key = (token.issuer, token.subject, token.client_id)
+        principal = self._principals.get(key)
+        if principal is None:
+            principal = principal_of(token)
+            if sum(len(part) for part in key if part is not None) <= MEMO_KEY_CHARS:
+                _remember(self._principals, key, principal)
+        return principal
 
     @staticmethod
     def _missing(token: AccessToken, needed: tuple[str, ...]) -> tuple[str, ...]:

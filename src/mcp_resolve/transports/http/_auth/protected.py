@@ -52,6 +52,8 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
         check_protection(server.token_verifier, server.auth)
         super().__init__(server, options)
         self.bearer = BearerCheck(server)
+        # settings are frozen: the resource URL's path, which DPoP proofs may name, is found once
+        self._resource_path = urlsplit(self.bearer.settings.resource_server_url).path.rstrip("/")
 
     def metadata_routes(self, path: str) -> list[Route]:
         """The Protected Resource Metadata routes of an app serving this endpoint at `path`."""
@@ -65,7 +67,7 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
         if not isinstance(outcome, AccessToken):
             await outcome(scope, receive, send)
             return False
-        scope["user"] = AuthenticatedUser(outcome)
+        scope["user"] = AuthenticatedUser(outcome, self.bearer.identity(outcome))
         scope["auth"] = AuthCredentials(list(outcome.scopes))
         return True
 
@@ -81,7 +83,7 @@ class ProtectedEndpoint(StreamableHTTPEndpoint):
             path = root + path
         urls = [f"{scope.get('scheme', 'http')}://{host}{path}"]
         resource = self.bearer.settings.resource_server_url
-        if urlsplit(resource).path.rstrip("/") == path.rstrip("/"):
+        if self._resource_path == path.rstrip("/"):
             urls.append(resource)
         return ProofContext(scope["method"], tuple(urls), proofs)
 
