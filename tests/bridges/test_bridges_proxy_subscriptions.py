@@ -235,12 +235,11 @@ async def test_a_caller_whose_upstream_subscription_was_lost_does_not_silence_th
         (alices,) = [
             c for c in board.connections if c.handshake and "memo://alice" in c.handshake.subscriptions
         ]
-        alices.handshake.subscriptions.discard(
-            URI
-        )  # the target no longer reports the board to alice's session
+        # The target no longer reports the board to alice's session.
+        alices.handshake.subscriptions.discard(URI)
         await anyio.sleep(0.6)  # past the window in which a report is taken for a copy of the last change
         assert await board.notify_resource_updated(URI) == 1  # bob's session alone reports it
-        with anyio.fail_after(10):
-            while heard["bob"].uris.count(URI) < 2:
-                await heard["bob"].changed.wait()
-        assert heard["alice"].uris.count(URI) == 2  # alice still subscribes at the front: she hears it too
+        with anyio.fail_after(10):  # both still subscribe at the front: each hears it once more
+            for name in ("bob", "alice"):
+                while heard[name].uris.count(URI) < 2:
+                    await heard[name].changed.wait()
