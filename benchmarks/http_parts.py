@@ -18,9 +18,6 @@ It reaches into our private modules on purpose: it measures them.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -260,18 +257,10 @@ def count(part: str, baseline: int) -> int:
 
 
 def _collected(part: str, calls: int) -> int:
-    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, __file__]
-    finished = subprocess.run(
-        [*command, "--drive", part, str(calls)],
-        env={**os.environ, "PYTHONHASHSEED": "0"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    found = re.search(r"Collected : (\d+)", finished.stderr)
-    if found is None:
-        raise RuntimeError(f"no callgrind total in:\n{finished.stderr[-2000:]}")
-    return int(found.group(1))
+    sys.path[:0] = [str(ROOT)]
+    from benchmarks.instructions import callgrind_total
+
+    return callgrind_total(__file__, "--drive", part, str(calls))
 
 
 PART_NAMES = [

@@ -206,29 +206,23 @@ def drive(workload: str, calls: int, *, flush: bool = False, calls_too: bool = T
 
 def count(workload: str) -> int:
     """Instructions per call of `workload` (the difference of two callgrind runs)."""
-    totals = []
-    for calls in (SMALL, LARGE):
-        finished = subprocess.run(
-            [
-                "valgrind",
-                "--tool=callgrind",
-                "--callgrind-out-file=/dev/null",
-                sys.executable,
-                __file__,
-                "--drive",
-                workload,
-                str(calls),
-            ],
-            env={**os.environ, "PYTHONHASHSEED": "0"},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        collected = re.search(r"Collected : (\d+)", finished.stderr)
-        if collected is None:
-            raise RuntimeError(f"no callgrind total in:\n{finished.stderr[-2000:]}")
-        totals.append(int(collected.group(1)))
-    return (totals[1] - totals[0]) // (LARGE - SMALL)
+    small, large = (callgrind_total(__file__, "--drive", workload, str(calls)) for calls in (SMALL, LARGE))
+    return (large - small) // (LARGE - SMALL)
+
+
+def callgrind_total(script: str, *args: str) -> int:
+    """The instructions callgrind counts in one run of `python script args` (`http_parts.py` shares it)."""
+    finished = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, script, *args],
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    collected = re.search(r"Collected : (\d+)", finished.stderr)
+    if collected is None:
+        raise RuntimeError(f"no callgrind total in:\n{finished.stderr[-2000:]}")
+    return int(collected.group(1))
 
 
 def _cachegrind_summary(workload: str, calls: int, *, calls_too: bool) -> dict[str, int]:
