@@ -1,6 +1,7 @@
 """The two task sets the resolver engine runs concurrent resolvers on: plain asyncio tasks, anyio's task group."""
 
 import asyncio
+import math
 from functools import partial
 from typing import Any
 
@@ -129,7 +130,9 @@ async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() ->
     from mcp_resolve._concurrency import TICK, Ticker
 
     loop = asyncio.get_running_loop()
-    clock = [loop.time() + 100.0]
+    # A tenth of a tick past a boundary, so the hundred times below (15.000 to 15.099 s away) share
+    # one tick whatever the real clock reads; a clock near a boundary would split them in two.
+    clock = [math.floor(loop.time() / TICK + 100) * TICK + TICK / 10]
     # A loop whose time we set: the ticker reads `time()` and schedules with `call_at`.
     scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
 
@@ -161,6 +164,42 @@ async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() ->
     assert isinstance(soon, asyncio.TimerHandle) and soon.when() == clock[0] + TICK
     ticker.remove(soon, lambda: None)
     assert soon.cancelled()
+
+
+async def test_the_ticker_wakes_streams_due_in_two_ticks_once_per_tick_in_order() -> None:
+    from mcp_resolve._concurrency import TICK, Ticker
+
+    loop = asyncio.get_running_loop()
+    clock = [math.floor(loop.time() / TICK + 100) * TICK + TICK * 0.55]
+    scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
+
+    class Loop:
+        def time(self) -> float:
+            return clock[0]
+
+        def call_at(self, when: float, callback: Any) -> asyncio.TimerHandle:
+            handle = asyncio.TimerHandle(when, callback, (), loop)
+            scheduled.append((when, handle, callback))
+            return handle
+
+    fake = Loop()
+    ticker = Ticker(fake)  # type: ignore[arg-type]
+    called: list[int] = []
+    # Half of them fall due in one tick, half in the next: a boundary between them.
+    for i in range(10):
+        ticker.add(clock[0] + 15 + i * TICK / 10, lambda i=i: called.append(i))
+
+    def fire_next() -> None:
+        when, _, fire = next(entry for entry in scheduled if not entry[1].cancelled())
+        scheduled.clear()
+        clock[0] = when
+        fire()
+
+    fire_next()
+    assert called == [0, 1, 2, 3, 4] and len(ticker) == 5  # the first tick's, and a timer armed for the rest
+    fire_next()
+    assert called == list(range(10)) and len(ticker) == 0
+    assert not scheduled  # nothing left to wake the loop
 
 
 async def test_a_wakeup_wakes_its_one_waiter_and_forgets_a_set_before_the_wait() -> None:
