@@ -438,7 +438,6 @@ async def test_background_work_waiting_for_redis_is_bounded(caplog: pytest.LogCa
 # -- a fleet: nginx in front of three workers ------------------------------------------------------
 
 
-
 class AppWorker:
     """One uvicorn process serving tests/servers/fleet_receipts_app.py (the fleet desk, principal by header)."""
 

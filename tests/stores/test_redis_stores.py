@@ -299,6 +299,34 @@ async def test_closing_a_connection_stops_the_heartbeat_that_would_open_it_again
     assert writer._beating is not None and not writer._beating.done()
 
 
+async def test_closing_stops_background_work_that_lost_its_cancellation(connect: Connect) -> None:
+    # Python 3.11's `asyncio.wait_for` (redis-py writes each command through it) can return instead
+    # of raising when a cancellation lands as the write completes: the heartbeat then beats on. A
+    # close that awaited it once hung forever (a CI run's teardown did, here).
+    connection = connect()
+    beats: list[int] = []
+    lost: list[bool] = []
+
+    async def heartbeat() -> None:
+        while True:
+            try:
+                await connection.call("test", lambda r: r.ping())
+                beats.append(1)
+                await asyncio.sleep(0.01)
+            except asyncio.CancelledError:
+                if lost:
+                    raise
+                lost.append(True)  # the first cancellation is lost, as that wait_for loses it
+
+    task = connection.background(heartbeat())
+    while len(beats) < 2:
+        await asyncio.sleep(0.01)
+    with anyio.fail_after(4):
+        await connection.aclose()
+    assert lost and task.cancelled()
+    assert connection._clients == {}
+
+
 async def _raw_keys(redis: RedisServer) -> list[bytes]:
     import redis.asyncio as client
 

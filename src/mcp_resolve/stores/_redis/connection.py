@@ -66,6 +66,38 @@ def redact(url: str) -> str:
         return "<unparsable redis url>"
 
 
+# How long `aclose` waits for this loop's background work to stop before leaving it (and saying so).
+STOP_S = 5.0
+_RECANCEL_S = 0.1
+
+
+async def _stop_tasks(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel `tasks` and wait until they end, cancelling again any that lost its cancellation.
+
+    A cancellation can be lost on the way: Python 3.11's `asyncio.wait_for`,
+    which redis-py uses to write each command, returns the write's result
+    instead of raising when a cancellation lands just as the write completes.
+    A heartbeat that lost its cancellation so would beat on, and an `aclose`
+    that awaited it once would never return; each further cancellation lands
+    in the heartbeat's sleep. A task still running after `STOP_S` is left
+    behind with a warning, so a shutdown never hangs on one.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + STOP_S
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            logger.warning("%d Redis background task(s) did not stop within %.0f s", len(pending), STOP_S)
+            break
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=min(_RECANCEL_S, remaining))
+    for task in tasks:
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: a failure on the way out is not "never retrieved" noise
+
+
 def _backend_errors() -> tuple[type[BaseException], ...]:
     from redis.exceptions import RedisError
 
@@ -167,14 +199,7 @@ class RedisConnection:
         The connection stays usable: the next call on a loop opens a new client.
         """
         loop = asyncio.get_running_loop()
-        mine = [task for task in self._tasks if task.get_loop() is loop]
-        for task in mine:
-            task.cancel()
-        for task in mine:
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
+        await _stop_tasks([task for task in self._tasks if task.get_loop() is loop])
         hub = self._hubs.pop(id(loop), None)
         if hub is not None:
             await hub.aclose()
@@ -301,9 +326,5 @@ class PubSubHub:
 
     async def aclose(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+            await _stop_tasks([self._task])
         self._ready.clear()
