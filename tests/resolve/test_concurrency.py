@@ -126,42 +126,61 @@ async def test_on_asyncio_cancel_scope_skips_anyio_s_backend_lookup(monkeypatch:
 
 
 # -- the keep-alive ticker and the idle stream's primitives (transports/http streams use them) ----------
+class _SetClock:
+    """A loop whose time the test sets: a `Ticker` reads `time()` and schedules with `call_at`.
+
+    The clock starts `into_tick` of a tick past a tick boundary, so which wake-up times share a tick
+    does not depend on where the real clock happens to be.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, into_tick: float) -> None:
+        from mcp_resolve._concurrency import TICK
+
+        self.loop = loop
+        self.now = math.floor(loop.time() / TICK + 100) * TICK + TICK * into_tick
+        self.scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, when: float, callback: Any) -> asyncio.TimerHandle:
+        handle = asyncio.TimerHandle(when, callback, (), self.loop)
+        self.scheduled.append((when, handle, callback))
+        return handle
+
+    def armed(self) -> list[tuple[float, asyncio.TimerHandle, Any]]:
+        return [entry for entry in self.scheduled if not entry[1].cancelled()]
+
+    def fire_next(self) -> float:
+        """Move the clock to the one armed timer and fire it; returns when it was due."""
+        when, _, fire = self.armed()[0]
+        self.scheduled.clear()
+        self.now = when
+        fire()
+        return when
+
+
 async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() -> None:
     from mcp_resolve._concurrency import TICK, Ticker
 
-    loop = asyncio.get_running_loop()
-    # A tenth of a tick past a boundary, so the hundred times below (15.000 to 15.099 s away) share
-    # one tick whatever the real clock reads; a clock near a boundary would split them in two.
-    clock = [math.floor(loop.time() / TICK + 100) * TICK + TICK / 10]
-    # A loop whose time we set: the ticker reads `time()` and schedules with `call_at`.
-    scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
-
-    class Loop:
-        def time(self) -> float:
-            return clock[0]
-
-        def call_at(self, when: float, callback: Any) -> asyncio.TimerHandle:
-            handle = asyncio.TimerHandle(when, callback, (), loop)
-            scheduled.append((when, handle, callback))
-            return handle
-
-    fake = Loop()  # held here: a ticker keeps its loop only weakly
-    ticker = Ticker(fake)  # type: ignore[arg-type]
+    # A tenth into a tick: the hundred times below (15.000 to 15.099 s away) share one tick.
+    clock = _SetClock(asyncio.get_running_loop(), into_tick=0.1)  # held here: a ticker keeps its loop weakly
+    ticker = Ticker(clock)  # type: ignore[arg-type]
+    start = clock.now
     called: list[int] = []
     callbacks = [lambda i=i: called.append(i) for i in range(100)]
-    keys = [ticker.add(clock[0] + 15 + i / 1000, callback) for i, callback in enumerate(callbacks)]
+    keys = [ticker.add(start + 15 + i / 1000, callback) for i, callback in enumerate(callbacks)]
     assert len(ticker) == 100
-    assert len([h for _, h, _ in scheduled if not h.cancelled()]) == 1  # one timer for them all
+    assert len(clock.armed()) == 1  # one timer for them all
     ticker.remove(keys[0], callbacks[0])
     assert len(ticker) == 99
-    when, _, fire = next(entry for entry in scheduled if not entry[1].cancelled())
-    assert clock[0] + 15 <= when <= clock[0] + 15 + TICK  # on time, up to one tick late
-    clock[0] = when
-    fire()  # the timer fires
+    when = clock.fire_next()
+    assert start + 15 <= when <= start + 15 + TICK  # on time, up to one tick late
     assert sorted(called) == list(range(1, 100)) and len(ticker) == 0
+    assert not clock.armed()
     # Due soon: a timer of its own, on time (short keep-alive intervals, a ping due just after a write).
-    soon = ticker.add(clock[0] + TICK, lambda: called.append(-1))
-    assert isinstance(soon, asyncio.TimerHandle) and soon.when() == clock[0] + TICK
+    soon = ticker.add(clock.now + TICK, lambda: called.append(-1))
+    assert isinstance(soon, asyncio.TimerHandle) and soon.when() == clock.now + TICK
     ticker.remove(soon, lambda: None)
     assert soon.cancelled()
 
@@ -169,37 +188,18 @@ async def test_the_ticker_wakes_streams_due_in_the_same_tick_with_one_timer() ->
 async def test_the_ticker_wakes_streams_due_in_two_ticks_once_per_tick_in_order() -> None:
     from mcp_resolve._concurrency import TICK, Ticker
 
-    loop = asyncio.get_running_loop()
-    clock = [math.floor(loop.time() / TICK + 100) * TICK + TICK * 0.55]
-    scheduled: list[tuple[float, asyncio.TimerHandle, Any]] = []
-
-    class Loop:
-        def time(self) -> float:
-            return clock[0]
-
-        def call_at(self, when: float, callback: Any) -> asyncio.TimerHandle:
-            handle = asyncio.TimerHandle(when, callback, (), loop)
-            scheduled.append((when, handle, callback))
-            return handle
-
-    fake = Loop()
-    ticker = Ticker(fake)  # type: ignore[arg-type]
+    clock = _SetClock(asyncio.get_running_loop(), into_tick=0.55)
+    ticker = Ticker(clock)  # type: ignore[arg-type]
     called: list[int] = []
-    # Half of them fall due in one tick, half in the next: a boundary between them.
+    # 15.55 to 16.45 s past a boundary: five fall due in one tick, five in the next.
     for i in range(10):
-        ticker.add(clock[0] + 15 + i * TICK / 10, lambda i=i: called.append(i))
-
-    def fire_next() -> None:
-        when, _, fire = next(entry for entry in scheduled if not entry[1].cancelled())
-        scheduled.clear()
-        clock[0] = when
-        fire()
-
-    fire_next()
+        ticker.add(clock.now + 15 + i * TICK / 10, lambda i=i: called.append(i))
+    clock.fire_next()
     assert called == [0, 1, 2, 3, 4] and len(ticker) == 5  # the first tick's, and a timer armed for the rest
-    fire_next()
+    assert len(clock.armed()) == 1
+    clock.fire_next()
     assert called == list(range(10)) and len(ticker) == 0
-    assert not scheduled  # nothing left to wake the loop
+    assert not clock.armed()  # nothing left to wake the loop
 
 
 async def test_a_wakeup_wakes_its_one_waiter_and_forgets_a_set_before_the_wait() -> None:
