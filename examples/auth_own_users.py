@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -167,7 +168,9 @@ class OwnUsers(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
         self, client_id: str, scopes: list[str], grant: AuthorizationCode | RefreshToken
     ) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        expires = int(time.time()) + self.token_ttl
+        # Rounded up: the token lives at least the `expires_in` the client is told (rounded down, a
+        # client that used it in its last fraction of a second was refused).
+        expires = math.ceil(time.time()) + self.token_ttl
         self.access[access] = AccessToken(
             token=access, client_id=client_id, scopes=tuple(scopes), expires_at=expires,
             resource=grant.resource, subject=grant.subject, claims={"iss": self.issuer},

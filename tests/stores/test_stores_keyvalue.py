@@ -110,10 +110,10 @@ async def test_take_is_single_use(make: Make) -> None:
 
 async def test_expired_entries_are_never_returned_and_free_their_key(make: Make) -> None:
     store = make()
-    await store.put("short", b"x", ttl=0.2)
+    await store.put("short", b"x", ttl=1.0)  # a second: two SQLite commits on a loaded host fit in it
     await store.put("long", b"y", ttl=30)
     assert await store.get("short") == b"x"
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.15)
     assert await store.get("short") is None
     assert await store.take("short") is None
     assert await store.get("long") == b"y"
@@ -147,11 +147,11 @@ async def test_bounds_refuse_name_the_bound_and_write_nothing(make: Make) -> Non
 
 async def test_expired_entries_hold_no_room(make: Make) -> None:
     store = make(max_entries=2)
-    await store.put("a", b"1", ttl=0.2)
-    await store.put("b", b"2", ttl=0.2)
+    await store.put("a", b"1", ttl=1.0)
+    await store.put("b", b"2", ttl=1.0)
     with pytest.raises(KeyValueStoreFull):
         await store.put("c", b"3", ttl=30)
-    await asyncio.sleep(0.35)
+    await asyncio.sleep(1.15)
     assert await store.put("c", b"3", ttl=30) is True
     assert await store.put("d", b"4", ttl=30) is True
 

@@ -356,15 +356,16 @@ async def test_on_the_handshake_era_a_task_tool_is_a_plain_tool() -> None:
 
 
 async def test_an_expired_task_is_gone_and_purged() -> None:
-    mcp = build(ttl_ms=300, purge_interval=0.05, lease_seconds=0.15)
+    # TTL 1.5 s: the check at 0.2 s must not race the expiry on a loaded host.
+    mcp = build(ttl_ms=1500, purge_interval=0.05, lease_seconds=0.15)
     async with Client(mcp, mode="2026-07-28") as client:
         raw = Raw(client)
         task_id = (await raw.call("sleepy", {"seconds": 0.01}))["taskId"]
         done = await raw.until(task_id, "completed")
-        assert done["ttlMs"] >= 300
+        assert done["ttlMs"] >= 1500
         await anyio.sleep(0.2)
         assert (await raw.get(task_id))["status"] == "completed"  # never before its TTL
-        await anyio.sleep(0.3)
+        await anyio.sleep(1.4)
         with pytest.raises(MCPError) as expired:
             await raw.get(task_id)
         assert expired.value.message in (

@@ -51,7 +51,7 @@ class FlakyStore(MemoryTaskStore):
 
 def build(store: FlakyStore) -> MCPServer:
     mcp = MCPServer(
-        "flaky", task_store=store, task_options=TaskOptions(poll_interval_ms=20, lease_seconds=0.3)
+        "flaky", task_store=store, task_options=TaskOptions(poll_interval_ms=20, lease_seconds=1.0)
     )
 
     @mcp.tool(task_support="optional")

@@ -106,7 +106,7 @@ def task_server(db: Path, port: int, lease: float) -> Iterator[subprocess.Popen[
 async def test_a_restart_mid_task_with_the_sqlite_store(tmp_path: Path) -> None:
     db, port = tmp_path / "tasks.db", free_port()
     url = f"http://127.0.0.1:{port}/mcp"
-    with task_server(db, port, lease=0.6) as first:
+    with task_server(db, port, lease=1.5) as first:
         async with Client(url, elicitation_handler=confirm_all) as client:
             working = await client.call_tool_task("slow", {"seconds": 60})
             waiting = await client.call_tool_task("confirm", {"note": "refund"})
@@ -116,7 +116,7 @@ async def test_a_restart_mid_task_with_the_sqlite_store(tmp_path: Path) -> None:
             assert (await working.status()).status == "working"
         first.send_signal(signal.SIGKILL)  # no goodbye: only the lease tells
         first.wait(10)
-    with task_server(db, port, lease=0.6):
+    with task_server(db, port, lease=1.5):
         async with Client(url, elicitation_handler=confirm_all) as client:
             died = client.task(str(working.task_id))
             with anyio.fail_after(10):

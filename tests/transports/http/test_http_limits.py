@@ -196,13 +196,13 @@ async def test_a_client_whose_sessions_are_all_busy_gets_429() -> None:
 
 
 async def test_idle_sessions_are_swept_without_a_new_initialize() -> None:
-    app = _refund_app(session_idle_timeout=0.5)
+    app = _refund_app(session_idle_timeout=1.5)  # long enough that none goes while the third is made
     async with http_server(app) as base, httpx.AsyncClient() as http:
         for _ in range(3):
             await _initialize(http, base)
         sessions = app.state.mcp_endpoint.sessions
         assert len(sessions) == 3
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 8
         while len(sessions) and time.monotonic() < deadline:
             await anyio_sleep(0.1)
         assert len(sessions) == 0

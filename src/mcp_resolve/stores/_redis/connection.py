@@ -71,7 +71,7 @@ STOP_S = 5.0
 _RECANCEL_S = 0.1
 
 
-async def _stop_tasks(tasks: list[asyncio.Task[Any]]) -> None:
+async def stop_tasks(tasks: list[asyncio.Task[Any]]) -> None:
     """Cancel `tasks` and wait until they end, cancelling again any that lost its cancellation.
 
     A cancellation can be lost on the way: Python 3.11's `asyncio.wait_for`,
@@ -199,7 +199,7 @@ class RedisConnection:
         The connection stays usable: the next call on a loop opens a new client.
         """
         loop = asyncio.get_running_loop()
-        await _stop_tasks([task for task in self._tasks if task.get_loop() is loop])
+        await stop_tasks([task for task in self._tasks if task.get_loop() is loop])
         hub = self._hubs.pop(id(loop), None)
         if hub is not None:
             await hub.aclose()
@@ -326,5 +326,5 @@ class PubSubHub:
 
     async def aclose(self) -> None:
         if self._task is not None:
-            await _stop_tasks([self._task])
+            await stop_tasks([self._task])
         self._ready.clear()
