@@ -32,7 +32,7 @@ def _parts() -> dict[str, Callable[[], Awaitable[Any]]]:
     sys.path[:0] = [str(ROOT), str(ROOT / "src")]
     import pydantic_core
 
-    from benchmarks.instructions import FIRST_ROUNDS, _app, call
+    from benchmarks.instructions import FIRST_ROUNDS, _app, call, post_scope
     from benchmarks.servers.floor import _tool_result as floor_app_result
     from benchmarks.servers.floor import app as floor_app
     from mcp_resolve._concurrency import asyncio_cancel_scope
@@ -57,22 +57,7 @@ def _parts() -> dict[str, Callable[[], Awaitable[Any]]]:
     arguments = params["arguments"]
     values = tool.signature.validate(arguments)
     answer = result_message(1, finish_result(server, "tools/call", tool.convert_result("hello")))
-    scope: dict[str, Any] = {
-        "type": "http",
-        "method": "POST",
-        "path": "/mcp",
-        "root_path": "",
-        "headers": [
-            (b"host", b"127.0.0.1:8000"),
-            (b"accept", b"application/json, text/event-stream"),
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"mcp-protocol-version", b"2026-07-28"),
-            (b"mcp-method", b"tools/call"),
-            (b"mcp-name", b"echo"),
-        ],
-        "client": ("127.0.0.1", 50000),
-    }
+    scope = post_scope(body, "echo")
     whole = {"type": "http.request", "body": body, "more_body": False}
 
     async def receive() -> dict[str, Any]:

@@ -80,8 +80,8 @@ def request_body(request_id: int, params: dict[str, Any]) -> bytes:
     )
 
 
-async def post(app: Any, body: bytes, tool: str) -> dict[str, Any]:
-    """One 2026-07-28 `tools/call` POST through the ASGI app; its JSON answer."""
+def post_scope(body: bytes, tool: str) -> dict[str, Any]:
+    """The ASGI scope of one 2026-07-28 `tools/call` POST of `body`, as uvicorn would make it."""
     headers = [
         (b"host", b"127.0.0.1:8000"),
         (b"accept", b"application/json, text/event-stream"),
@@ -91,7 +91,7 @@ async def post(app: Any, body: bytes, tool: str) -> dict[str, Any]:
         (b"mcp-method", b"tools/call"),
         (b"mcp-name", tool.encode()),
     ]
-    scope = {
+    return {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
@@ -106,6 +106,11 @@ async def post(app: Any, body: bytes, tool: str) -> dict[str, Any]:
         "server": ("127.0.0.1", 8000),
         "state": {},
     }
+
+
+async def post(app: Any, body: bytes, tool: str) -> dict[str, Any]:
+    """One 2026-07-28 `tools/call` POST through the ASGI app; its JSON answer."""
+    scope = post_scope(body, tool)
     answered = asyncio.Event()
     sent: list[bytes] = []
     unread = True

@@ -23,6 +23,7 @@ __all__ = [
     "RefundAnswers",
     "free_port",
     "http_server",
+    "initialize_request",
     "refund_answers",
     "run_refund_trajectory",
     "serving",
@@ -81,6 +82,20 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def initialize_request(*, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A handshake-era (2025-11-25) `initialize` request, as raw tests send it to open a session."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities or {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
 
 
 class RefundAnswers:

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from auth_helpers import TestIssuer, issuer_served, serve_at_known_url
+from http_helpers import initialize_request
 from mcp_resolve import Client, Context, Elicit, MCPServer, Resolve, ToolError
 from mcp_resolve.auth import AccessToken, AuthSettings, JWTVerifier, access_token, require_scopes
 from mcp_resolve.cli import graph_text
@@ -180,16 +181,7 @@ async def test_a_handshake_session_belongs_to_the_user_who_opened_it(served: tup
     issuer, url = served
     alice, bob = issuer.mint(url, sub="alice"), issuer.mint(url, sub="bob")
     base = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    init = initialize_request()
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     async with httpx.AsyncClient() as http:
         opened = await http.post(url, json=init, headers={**base, "authorization": f"Bearer {alice}"})

@@ -25,6 +25,7 @@ import pytest
 
 from conftest import SERVERS
 from fleet_helpers import Nginx, Worker
+from http_helpers import initialize_request
 from mcp_resolve import Client
 from redis_helpers import RedisServer
 
@@ -220,16 +221,7 @@ async def test_a_handshake_session_is_served_by_every_worker_and_resumes_on_anot
     a, b = fleet.workers[0], fleet.workers[1]
     accept = "application/json, text/event-stream"
     async with httpx.AsyncClient(timeout=10) as http:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "r", "version": "1"},
-            },
-        }
+        init = initialize_request()
         reply = await http.post(a.url, json=init, headers={"Accept": accept})
         session = {
             "Mcp-Session-Id": reply.headers["mcp-session-id"],
@@ -339,16 +331,7 @@ async def test_redis_down_fails_closed_and_the_fleet_recovers(fleet: Fleet) -> N
             assert all("replay store unavailable" in r["error"]["message"] for r in refused), refused
             health = await http.get(fleet.nginx.url.replace("/mcp", "/health"))
             assert health.status_code == 503
-            legacy_init = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "x", "version": "1"},
-                },
-            }
+            legacy_init = initialize_request()
             opened = await http.post(
                 urls[0], json=legacy_init, headers={"Accept": "application/json, text/event-stream"}
             )

@@ -18,7 +18,7 @@ import anyio
 import httpx
 import pytest
 
-from http_helpers import http_server
+from http_helpers import http_server, initialize_request
 from mcp_resolve import MCPServer
 from mcp_resolve.protocol.listen import SUBSCRIPTION_ID_META_KEY
 from mcp_resolve.protocol.session import Connection
@@ -318,18 +318,7 @@ async def test_a_handshake_session_is_told_listen_is_not_its_method() -> None:
 
     mcp = desk()
     async with connect_in_memory(mcp) as pipe:
-        await pipe.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
-        )
+        await pipe.send(initialize_request())
         await pipe.receive()
         await pipe.send(
             {"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen", "params": {"notifications": {}}}

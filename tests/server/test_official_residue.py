@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 import mcp_resolve
 import mcp_resolve.resources as our_resources
-from http_helpers import http_server
+from http_helpers import http_server, initialize_request
 from mcp_resolve import Client, Context, MCPError, MCPServer, TransportSecuritySettings
 from mcp_resolve.stores.bus import InMemorySubscriptionBus, ResourceUpdated, ToolsListChanged
 
@@ -157,16 +157,7 @@ HEADERS = [
     {"Host": "api.example.com:8443", "Origin": "http://localhost:5173"},
     {"Host": "api.example.com:8443", "Origin": "http://localhost.evil:5173"},
 ]
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INITIALIZE = initialize_request()
 
 
 async def _statuses(app: Any) -> list[bool]:

@@ -108,9 +108,8 @@ def _own(value: Any) -> Any:
         return copy.deepcopy(value)
     except RecursionError:
         raise
-    except (
-        Exception
-    ):  # a lock, a client handle: the verifier's own object, which cannot be copied, shared as given
+    except Exception:
+        # A lock, a client handle: the verifier's own object, which cannot be copied, shared as given.
         return value
 
 

@@ -23,7 +23,7 @@ from mcp.server.auth.provider import AccessToken as OfficialAccessToken
 from starlette.applications import Starlette
 
 from auth_helpers import TestIssuer, forged_tokens, issuer_served, serve_at_known_url
-from http_helpers import free_port
+from http_helpers import free_port, initialize_request
 from mcp_resolve import MCPServer
 from mcp_resolve.auth import AccessToken, AuthSettings, JWTVerifier
 from mcp_resolve.auth.tokens import DPOP_ALGORITHMS
@@ -227,16 +227,7 @@ async def test_a_tool_scope_is_a_403_step_up_challenge_on_both_eras(issuer: Test
         assert allowed.json()["result"]["content"][0]["text"] == "refunded A-1"
 
         # The handshake era: the same challenge on the session's POST.
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize_request()
         opened = await http.post(url, json=init, headers={**JSON_AND_SSE, **reader})
         session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
         legacy_call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call["json"]["params"]}

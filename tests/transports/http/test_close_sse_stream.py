@@ -17,7 +17,7 @@ import httpx
 import pytest
 from mcp.client import Client as OfficialClient
 
-from http_helpers import http_server
+from http_helpers import http_server, initialize_request
 from mcp_resolve import Context, MCPServer
 from mcp_resolve.stores.events import MemoryEventStore
 
@@ -41,16 +41,7 @@ def server(resumable: bool = True) -> MCPServer:
 
 
 async def initialize(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    body = initialize_request()
     reply = await http.post(url, json=body, headers={"Accept": SSE})
     session = {
         "Mcp-Session-Id": reply.headers["mcp-session-id"],

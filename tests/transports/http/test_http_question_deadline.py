@@ -19,7 +19,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
-from http_helpers import http_server
+from http_helpers import http_server, initialize_request
 from mcp_resolve import Context, Elicit, MCPServer, Resolve
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -51,16 +51,7 @@ def asking_server() -> MCPServer:
 
 
 async def open_session(http: httpx.AsyncClient, url: str) -> dict[str, str]:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {}},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    init = initialize_request(capabilities={"elicitation": {}})
     reply = await http.post(url, json=init, headers=BOTH)
     headers = {
         **BOTH,

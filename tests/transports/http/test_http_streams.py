@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 from conftest import PYTHON, SERVERS
-from http_helpers import free_port, http_server
+from http_helpers import free_port, http_server, initialize_request
 from mcp_resolve import MCPServer
 from mcp_resolve.settings import InvalidSetting, load_settings
 
@@ -155,16 +155,7 @@ def session(port: int, source: str) -> str:
     """A handshake-era session opened from `source`: its id."""
     transport = httpx.HTTPTransport(local_address=source)
     with httpx.Client(transport=transport, timeout=10) as http:
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize_request()
         reply = http.post(f"http://127.0.0.1:{port}/mcp", json=init, headers={"Accept": BOTH})
         session_id = reply.headers["mcp-session-id"]
         done = {"jsonrpc": "2.0", "method": "notifications/initialized"}

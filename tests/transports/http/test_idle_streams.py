@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 import pytest
 
+from http_helpers import initialize_request
 from mcp_resolve import MCPServer
 from mcp_resolve._concurrency import ticker
 
@@ -150,16 +151,7 @@ async def _get(port: int, http: Any) -> tuple[asyncio.StreamReader, asyncio.Stre
     """A handshake-era session (initialize, initialized) and the GET that opens its stream."""
     url = f"http://127.0.0.1:{port}/mcp"
     accept = {"Accept": "application/json, text/event-stream"}
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "i", "version": "1"},
-        },
-    }
+    init = initialize_request()
     answer = await http.post(url, json=init, headers=accept)
     session = answer.headers["mcp-session-id"]
     headers = {**accept, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}

@@ -307,9 +307,9 @@ class BearerCheck:
                 )
                 return None
         exp = result.expires_at  # re-checked on every request, cached token or not
-        if (exp is not None and (type(exp) is not int or time.time() >= exp + self._leeway_s)) and (
-            lifetime_refusal({"exp": exp}, self._leeway_s) is not None
-        ):
+        # An int expiry still ahead (nearly every request) passes as is; anything else goes through the rule.
+        ahead = type(exp) is int and time.time() < exp + self._leeway_s
+        if exp is not None and not ahead and lifetime_refusal({"exp": exp}, self._leeway_s) is not None:
             logger.info("refused an access token: the verifier accepted it but it has expired")
             return None
         if not self._resource_ok(result):
